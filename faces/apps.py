@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FacesConfig(AppConfig):
+    name = "faces"
+    verbose_name = "Faces, matching and rendering"

@@ -1,0 +1,159 @@
+"""Unmanaged mirrors of the tables the Express API owns (faces/sql/api_schema.sql).
+
+The worker never migrates them. Related names are chosen for the Django shell:
+``event.photos``, ``event.members``, ``photo.faces``, ``photo.variants``,
+``cluster.faces``.
+"""
+
+import uuid
+
+from django.db import models
+from pgvector.django import VectorField
+
+EMBEDDING_DIMENSIONS = 512
+
+
+class Event(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    name = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        managed = False
+        db_table = "events"
+
+    def __str__(self):
+        return f"{self.name} ({self.id})"
+
+
+class EventMember(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        LEFT = "left"
+        REMOVED = "removed"
+
+    pk = models.CompositePrimaryKey("event_id", "user_id")
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="members")
+    user_id = models.UUIDField()
+    status = models.TextField(choices=Status, default=Status.ACTIVE)
+    do_not_publish = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        managed = False
+        db_table = "event_members"
+
+    def __str__(self):
+        dnp = " DNP" if self.do_not_publish else ""
+        return f"member {self.user_id} of {self.event_id} [{self.status}{dnp}]"
+
+
+class SubjectReference(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        READY = "ready"
+        NO_FACE = "no_face"
+        MANY_FACES = "many_faces"
+        FAILED = "failed"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    user_id = models.UUIDField()
+    upload_key = models.TextField()
+    status = models.TextField(choices=Status, default=Status.PENDING)
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True)
+    engine = models.TextField(null=True)
+    box = models.JSONField(null=True)
+    processed_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        managed = False
+        db_table = "subject_references"
+
+    def __str__(self):
+        return f"reference {self.id} of user {self.user_id} [{self.status}]"
+
+
+class Photo(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="photos")
+    uploader_id = models.UUIDField()
+    upload_key = models.TextField()
+    upload_thumb_key = models.TextField()
+    width = models.IntegerField(null=True)
+    height = models.IntegerField(null=True)
+    blur_regions = models.JSONField(default=list)
+    variant_version = models.IntegerField(default=0)
+    public_key = models.TextField(null=True)
+    public_thumb_key = models.TextField(null=True)
+    faces_detected_at = models.DateTimeField(null=True)
+    processed_at = models.DateTimeField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        managed = False
+        db_table = "photos"
+
+    def __str__(self):
+        state = "published" if self.processed_at else "unpublished"
+        return f"photo {self.id} v{self.variant_version} [{state}]"
+
+
+class PhotoVariant(models.Model):
+    """A DNP subject's own file of a photo: their face unblurred, the rest as public."""
+
+    pk = models.CompositePrimaryKey("photo_id", "user_id")
+    photo = models.ForeignKey(Photo, on_delete=models.CASCADE, related_name="variants")
+    user_id = models.UUIDField()
+    variant_version = models.IntegerField()
+    key = models.TextField()
+    thumb_key = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        managed = False
+        db_table = "photo_variants"
+
+    def __str__(self):
+        return f"variant of {self.photo_id} for {self.user_id} v{self.variant_version}"
+
+
+class UnknownCluster(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="unknown_clusters")
+    centroid = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    face_count = models.IntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        managed = False
+        db_table = "unknown_clusters"
+
+    def __str__(self):
+        return f"unknown cluster {self.id} ({self.face_count} faces)"
+
+
+class Face(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4)
+    photo = models.ForeignKey(Photo, on_delete=models.CASCADE, related_name="faces")
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="faces")
+    box_x = models.FloatField()
+    box_y = models.FloatField()
+    box_w = models.FloatField()
+    box_h = models.FloatField()
+    landmarks = models.JSONField()
+    det_score = models.FloatField()
+    embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    engine = models.TextField()
+    matched_user_id = models.UUIDField(null=True)
+    similarity = models.FloatField(null=True)
+    unknown_cluster = models.ForeignKey(UnknownCluster, on_delete=models.SET_NULL, null=True, related_name="faces")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        managed = False
+        db_table = "faces"
+
+    def __str__(self):
+        who = f"matched {self.matched_user_id} ({self.similarity:.3f})" if self.matched_user_id else "unmatched"
+        return f"face {self.id} on {self.photo_id} {who}"

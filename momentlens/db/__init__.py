@@ -1,0 +1,1 @@
+"""PostgreSQL backend that can start the embedded dev server on first connect."""

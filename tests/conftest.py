@@ -1,0 +1,97 @@
+"""Test infrastructure: real servers, started once per session.
+
+- a throwaway embedded PostgreSQL 18 with pgvector, the pgmq SQL, the schema
+  mirror and the `jobs` queue (momentlens.devservices.postgres);
+- a throwaway SeaweedFS S3 server on loopback with credentials required
+  (momentlens.devservices.seaweedfs).
+Both live in pytest's temporary folders and are stopped at the end.
+"""
+
+import shutil
+
+import pytest
+from django.conf import settings
+from django.core.files.storage import FileSystemStorage
+from django.db import connection, connections
+from storages.backends.s3 import S3Storage
+
+from momentlens.devservices.postgres import EmbeddedPostgres
+from momentlens.devservices.seaweedfs import SeaweedS3
+
+# Every table the tests write: the API's tables and the queue with its archive.
+TABLES = (
+    "faces",
+    "unknown_clusters",
+    "photo_variants",
+    "photos",
+    "subject_references",
+    "event_members",
+    "events",
+    "pgmq.q_jobs",
+    "pgmq.a_jobs",
+)
+
+
+@pytest.fixture(scope="session")
+def embedded_pg(tmp_path_factory):
+    server = EmbeddedPostgres(tmp_path_factory.mktemp("postgres") / "data").ensure_ready()
+    yield server
+    server.stop()
+    shutil.rmtree(server.pgdata, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(embedded_pg, django_db_blocker):
+    """Point Django at the throwaway server instead of creating a test database.
+
+    The tables are unmanaged (the API owns them), so there is nothing for
+    Django's test-database machinery to create; the server is already provisioned.
+    """
+    entry = settings.DATABASES["default"]
+    entry.update(
+        {
+            "NAME": "postgres",
+            "USER": "postgres",
+            "PASSWORD": "",
+            "HOST": "",
+            "PORT": "",
+            "OPTIONS": {},
+            "EMBEDDED_PGDATA": embedded_pg.pgdata,
+        }
+    )
+    with django_db_blocker.unblock():
+        connections.close_all()
+    return
+
+
+def truncate_all() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(TABLES)} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture
+def live_db(transactional_db):
+    """Committed writes (other processes can see them), truncated before and after."""
+    truncate_all()
+    yield
+    truncate_all()
+
+
+@pytest.fixture(scope="session")
+def seaweed(tmp_path_factory):
+    server = SeaweedS3(
+        tmp_path_factory.mktemp("seaweedfs"),
+        bucket="momentlens-test",
+        access_key="momentlens-test-key",
+        secret_key="momentlens-test-secret",
+    ).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["s3", "filesystem"])
+def storage(request, tmp_path):
+    """Each storage test runs on both backends the worker supports."""
+    if request.param == "s3":
+        return S3Storage(**request.getfixturevalue("seaweed").storage_options())
+    return FileSystemStorage(location=tmp_path / "media", allow_overwrite=True)
