@@ -18,7 +18,6 @@ install: $(STAMP)
 # that ask for opencv-python from installing it beside opencv-python-headless.
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || "$$(scripts/python312)" -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet --no-deps -r requirements-dev.txt
 	touch $@
 
