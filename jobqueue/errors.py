@@ -1,0 +1,29 @@
+"""What a handler raises to tell the consumer how a try ended.
+
+Any other exception is a failed try: rolled back, retried after a backoff, and
+archived on the third failure.
+"""
+
+
+class PermanentJobError(Exception):
+    """Retrying cannot help: the message is archived on its first try."""
+
+    reason = "permanent"
+
+
+class BadMessage(PermanentJobError):
+    reason = "bad_message"
+
+
+class UnknownJob(PermanentJobError):
+    reason = "unknown_job"
+
+
+class MissingObject(PermanentJobError):
+    """An upload object the job needs is not in storage."""
+
+    reason = "missing_object"
+
+
+class RowGone(Exception):
+    """The row the message names no longer exists: nothing to do, the message is deleted."""

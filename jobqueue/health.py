@@ -1,0 +1,80 @@
+"""The /health endpoint, on a side thread: the worker's only HTTP surface."""
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class WorkerState:
+    """What the loop tells /health. Written by the loop thread, read by the server thread."""
+
+    phase: str = "starting"  # starting -> running -> stopped
+    lock_held: bool = False
+    queue_length: int | None = None
+    last_job_at: float | None = None
+    jobs_done: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def update(self, **changes) -> None:
+        with self._lock:
+            for name, value in changes.items():
+                setattr(self, name, value)
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {
+                "status": "ok" if self.healthy else self.phase,
+                "phase": self.phase,
+                "lock_held": self.lock_held,
+                "queue_length": self.queue_length,
+                "last_job_age_s": None if self.last_job_at is None else round(time.time() - self.last_job_at, 1),
+                "jobs_done": self.jobs_done,
+            }
+
+    @property
+    def healthy(self) -> bool:
+        return self.phase == "running" and self.lock_held
+
+
+class HealthServer:
+    def __init__(self, state: WorkerState, port: int, host: str = "127.0.0.1"):
+        self.state = state
+        self._server = ThreadingHTTPServer((host, port), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="health", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    def start(self) -> "HealthServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler_class(self):
+        state = self.state
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path.split("?")[0] != "/health":
+                    self.send_error(404)
+                    return
+                body = json.dumps(state.snapshot()).encode()
+                self.send_response(200 if state.healthy else 503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format, *args):
+                # nginx pings every few seconds; those lines would drown the job log.
+                pass
+
+        return Handler

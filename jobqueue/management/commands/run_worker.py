@@ -1,0 +1,49 @@
+"""`python manage.py run_worker`: the pgmq consumer, run by systemd (SPEC §5)."""
+
+import signal
+import sys
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from jobqueue import reporting
+from jobqueue.health import HealthServer, WorkerState
+from jobqueue.worker import Worker, WorkerConfig, WorkerDied
+
+
+class Command(BaseCommand):
+    help = "Consume the pgmq queue `jobs` until stopped (SIGTERM/SIGINT exit 0; a dead loop exits 1)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--drain", action="store_true", help="exit 0 once the queue is empty")
+        parser.add_argument("--once", action="store_true", help="handle at most one message, then exit")
+        parser.add_argument("--health-port", type=int, default=None, help="port of /health (0: none)")
+
+    def handle(self, *args, drain=False, once=False, health_port=None, **options):
+        reporting.init_sentry(settings.SENTRY_DSN)
+        state = WorkerState()
+        port = settings.WORKER_HEALTH_PORT if health_port is None else health_port
+        health = HealthServer(state, port).start() if port else None
+        worker = Worker(WorkerConfig.from_settings(), state, drain=drain, once=once, startup=load_job_handlers)
+        previous = {
+            sig: signal.signal(sig, lambda *_: worker.request_stop()) for sig in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            worker.run()
+        except WorkerDied as died:
+            self.stderr.write(f"event=worker_died error={died!s}")
+            sys.exit(1)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            if health:
+                health.stop()
+            reporting.flush()
+
+
+def load_job_handlers() -> None:
+    """Import the modules whose handlers register themselves (settings.WORKER_JOB_MODULES)."""
+    from importlib import import_module
+
+    for module in settings.WORKER_JOB_MODULES:
+        import_module(module)

@@ -1,0 +1,63 @@
+"""Parse a queue message into a job, or say why it cannot be one."""
+
+import json
+import uuid
+from dataclasses import dataclass
+
+from jobqueue import registry
+from jobqueue.errors import BadMessage, UnknownJob
+
+# A message is a small JSON object; anything far larger is not one of ours.
+MAX_MESSAGE_CHARS = 16_384
+
+
+@dataclass(frozen=True)
+class Job:
+    type: registry.JobType
+    payload: dict
+
+    @property
+    def name(self) -> str:
+        return self.type.name
+
+    @property
+    def target_id(self) -> uuid.UUID:
+        return uuid.UUID(self.payload[self.type.id_field])
+
+
+def parse(body: str) -> Job:
+    if len(body) > MAX_MESSAGE_CHARS:
+        raise BadMessage(f"message is {len(body)} characters, limit {MAX_MESSAGE_CHARS}")
+    try:
+        payload = json.loads(body)
+    except ValueError as error:
+        raise BadMessage(f"not JSON: {error}") from None
+    if not isinstance(payload, dict):
+        raise BadMessage(f"not a JSON object but {type(payload).__name__}")
+    name = payload.get("job")
+    if not isinstance(name, str):
+        raise BadMessage("no 'job' string")
+    job_type = registry.lookup(name)
+    if job_type is None:
+        raise UnknownJob(f"unknown job {name[:64]!r}")
+    target = payload.get(job_type.id_field)
+    if not isinstance(target, str) or not _is_uuid(target):
+        raise BadMessage(f"{job_type.id_field} must be a uuid string")
+    return Job(job_type, payload)
+
+
+def photo_id_of(body: str) -> uuid.UUID | None:
+    """The photo a message names, if any, even when the message is not a valid job."""
+    try:
+        payload = json.loads(body)
+        return uuid.UUID(payload["photo_id"])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,151 @@
+"""Every SQL statement the consumer runs, named, in one place.
+
+Values always travel as parameters; the queue name is a parameter too, except
+where pgmq has no function for the operation and its table is named directly.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+QUEUE = "jobs"
+# pg_advisory_lock key of the one reader ("MLJQ").
+READER_LOCK_KEY = 0x4D4C4A51
+
+TRY_READER_LOCK = "SELECT pg_try_advisory_lock(%s)"
+RELEASE_READER_LOCK = "SELECT pg_advisory_unlock(%s)"
+READER_LOCK_HOLDER = """
+    SELECT pid FROM pg_locks
+    WHERE locktype = 'advisory' AND granted
+      AND classid = (%s::bigint >> 32)::oid AND objid = (%s::bigint & x'ffffffff'::bigint)::oid
+    LIMIT 1
+"""
+
+# pgmq.read: the oldest visible message; counts the read (read_ct) and hides it for vt seconds.
+READ = "SELECT msg_id, read_ct, message FROM pgmq.read(%s, %s, 1)"
+DELETE = "SELECT pgmq.delete(%s, %s::bigint)"
+ARCHIVE = "SELECT pgmq.archive(%s, %s::bigint)"
+MAKE_VISIBLE = "SELECT msg_id FROM pgmq.set_vt(%s, %s::bigint, 0)"
+# The archive keeps the message's headers: the reason travels there.
+RECORD_ARCHIVE_REASON = """
+    UPDATE pgmq.q_jobs
+    SET headers = coalesce(headers, '{}'::jsonb) || jsonb_build_object('archived_reason', %s::text, 'error', %s::text)
+    WHERE msg_id = %s
+"""
+# Messages a stopped worker read and left hidden. pgmq has no bulk function for this.
+MAKE_ABANDONED_VISIBLE = """
+    UPDATE pgmq.q_jobs SET vt = clock_timestamp()
+    WHERE read_ct > 0 AND vt > clock_timestamp()
+"""
+METRICS = "SELECT queue_length, queue_visible_length, oldest_msg_age_sec FROM pgmq.metrics(%s)"
+ARCHIVE_COUNT = "SELECT count(*) FROM pgmq.a_jobs"
+RECENT_ARCHIVED = """
+    SELECT msg_id, archived_at, read_ct, message, headers->>'archived_reason', headers->>'error'
+    FROM pgmq.a_jobs ORDER BY archived_at DESC LIMIT %s
+"""
+ARCHIVED_MESSAGE = "SELECT message, headers FROM pgmq.a_jobs WHERE msg_id = %s"
+SEND = "SELECT pgmq.send(%s, %s::jsonb, %s::jsonb)"
+
+
+@dataclass(frozen=True)
+class Message:
+    msg_id: int
+    read_ct: int
+    body: str
+
+
+@dataclass(frozen=True)
+class QueueMetrics:
+    length: int
+    visible: int
+    oldest_age_s: int | None
+
+
+def try_reader_lock(cursor) -> bool:
+    cursor.execute(TRY_READER_LOCK, [READER_LOCK_KEY])
+    return cursor.fetchone()[0]
+
+
+def release_reader_lock(cursor) -> bool:
+    cursor.execute(RELEASE_READER_LOCK, [READER_LOCK_KEY])
+    return cursor.fetchone()[0]
+
+
+def reader_lock_holder(cursor) -> int | None:
+    cursor.execute(READER_LOCK_HOLDER, [READER_LOCK_KEY, READER_LOCK_KEY])
+    row = cursor.fetchone()
+    return row[0] if row else None
+
+
+def read(cursor, visibility_timeout_s: int) -> Message | None:
+    cursor.execute(READ, [QUEUE, visibility_timeout_s])
+    row = cursor.fetchone()
+    return Message(row[0], row[1], row[2]) if row else None
+
+
+def delete(cursor, msg_id: int) -> bool:
+    cursor.execute(DELETE, [QUEUE, msg_id])
+    return cursor.fetchone()[0]
+
+
+def archive(cursor, msg_id: int, reason: str, error: str) -> bool:
+    cursor.execute(RECORD_ARCHIVE_REASON, [reason, error, msg_id])
+    cursor.execute(ARCHIVE, [QUEUE, msg_id])
+    return cursor.fetchone()[0]
+
+
+def make_visible(cursor, msg_id: int) -> None:
+    cursor.execute(MAKE_VISIBLE, [QUEUE, msg_id])
+
+
+def make_abandoned_visible(cursor) -> int:
+    cursor.execute(MAKE_ABANDONED_VISIBLE)
+    return cursor.rowcount
+
+
+def metrics(cursor) -> QueueMetrics:
+    cursor.execute(METRICS, [QUEUE])
+    length, visible, oldest = cursor.fetchone()
+    return QueueMetrics(length, visible, oldest)
+
+
+def archive_count(cursor) -> int:
+    cursor.execute(ARCHIVE_COUNT)
+    return cursor.fetchone()[0]
+
+
+@dataclass(frozen=True)
+class ArchivedMessage:
+    msg_id: int
+    archived_at: datetime
+    read_ct: int
+    body: str
+    reason: str | None
+    error: str | None
+
+
+def recent_archived(cursor, limit: int) -> list[ArchivedMessage]:
+    cursor.execute(RECENT_ARCHIVED, [limit])
+    return [ArchivedMessage(*row) for row in cursor.fetchall()]
+
+
+def archived_message(cursor, msg_id: int) -> tuple[str, str | None] | None:
+    cursor.execute(ARCHIVED_MESSAGE, [msg_id])
+    return cursor.fetchone()
+
+
+def send(cursor, body: str, headers: str = "{}") -> int:
+    cursor.execute(SEND, [QUEUE, body, headers])
+    return cursor.fetchone()[0]
+
+
+UNPUBLISH_PHOTO = "UPDATE photos SET processed_at = NULL WHERE id = %s"
+SET_APPLICATION_NAME = "SELECT set_config('application_name', %s, false)"
+
+
+def unpublish_photo(cursor, photo_id) -> int:
+    cursor.execute(UNPUBLISH_PHOTO, [photo_id])
+    return cursor.rowcount
+
+
+def set_application_name(cursor, name: str) -> None:
+    cursor.execute(SET_APPLICATION_NAME, [name])

@@ -1,0 +1,52 @@
+"""Keep credentials out of log lines and Sentry events."""
+
+import logging
+
+from django.conf import settings
+from psycopg.conninfo import conninfo_to_dict
+
+MASK = "[redacted]"
+
+
+def secrets() -> list[str]:
+    """The credential values configured for this process, longest first."""
+    values = [settings.DATABASES["default"].get("PASSWORD"), settings.R2_SECRET_ACCESS_KEY]
+    url = settings.DATABASE_URL_RAW
+    if url:
+        values.append(conninfo_to_dict(url).get("password"))
+    return sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True)
+
+
+def redact(text: str) -> str:
+    for secret in secrets():
+        text = text.replace(secret, MASK)
+    return text
+
+
+class RedactSecrets(logging.Filter):
+    """A handler filter: formats the record once, then masks any credential in it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        if record.exc_info and record.exc_info[1] is not None:
+            text = redact(logging.Formatter().formatException(record.exc_info))
+            record.exc_info, record.exc_text = None, text
+        return True
+
+
+def scrub_event(event: dict, hint: dict) -> dict:
+    """Sentry before_send: mask credentials anywhere in the event."""
+    return _scrub(event)
+
+
+def _scrub(value):
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _scrub(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrub(item) for item in value]
+    return value

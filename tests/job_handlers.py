@@ -1,0 +1,69 @@
+"""Handlers the consumer tests register: each one a behaviour the loop must survive."""
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from faces.models import Event
+from jobqueue.errors import MissingObject, RowGone
+from jobqueue.registry import register
+
+# In-process tests read this: (job, photo_id) per handler call, in order.
+calls: list[tuple[str, str]] = []
+# photo_id -> failures still to produce, for test_flaky.
+flaky_failures: dict[str, int] = {}
+
+
+def _called(name: str, payload: dict) -> None:
+    calls.append((name, payload["photo_id"]))
+
+
+@register("test_record", id_field="photo_id")
+def record(payload):
+    """Writes one committed row per success, named after the process that did it."""
+    _called("test_record", payload)
+    time.sleep(payload.get("seconds", 0))
+    Event.objects.create(name=f"done {payload['photo_id']} pid={os.getpid()}")
+    return {"files": 0}
+
+
+@register("test_fail", id_field="photo_id")
+def fail(payload):
+    _called("test_fail", payload)
+    Event.objects.create(name="written by a failing try")
+    raise RuntimeError("the handler failed on purpose")
+
+
+@register("test_flaky", id_field="photo_id")
+def flaky(payload):
+    _called("test_flaky", payload)
+    left = flaky_failures.get(payload["photo_id"], 0)
+    if left:
+        flaky_failures[payload["photo_id"]] = left - 1
+        raise RuntimeError("not this time")
+
+
+@register("test_missing", id_field="photo_id")
+def missing(payload):
+    _called("test_missing", payload)
+    raise MissingObject(f"no object events/x/uploads/{payload['photo_id']}.jpg")
+
+
+@register("test_gone", id_field="photo_id")
+def gone(payload):
+    _called("test_gone", payload)
+    raise RowGone(f"photo {payload['photo_id']} does not exist")
+
+
+@register("test_crash", id_field="photo_id")
+def crash(payload):
+    """Kills the worker mid-job; with `once_marker`, only the first time."""
+    marker = payload.get("once_marker")
+    if marker and Path(marker).exists():
+        Event.objects.create(name=f"survived {payload['photo_id']}")
+        return None
+    if marker:
+        Path(marker).touch()
+    os.kill(os.getpid(), signal.SIGKILL)
+    return None

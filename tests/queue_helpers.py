@@ -1,0 +1,74 @@
+"""Small helpers the consumer tests share: enqueue, inspect, spawn workers."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def send(payload: dict | list | str) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pgmq.send('jobs', %s::jsonb)", [json.dumps(payload)])
+        return cursor.fetchone()[0]
+
+
+def job(name: str, photo_id: str | None = None, **extra) -> dict:
+    return {"job": name, "photo_id": photo_id or str(uuid.uuid4()), **extra}
+
+
+def queue_rows() -> list[tuple[int, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT msg_id, read_ct FROM pgmq.q_jobs ORDER BY msg_id")
+        return cursor.fetchall()
+
+
+def archived() -> dict[int, tuple[int, str]]:
+    """msg_id -> (read_ct, archived_reason)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT msg_id, read_ct, headers->>'archived_reason' FROM pgmq.a_jobs")
+        return {msg_id: (read_ct, reason) for msg_id, read_ct, reason in cursor.fetchall()}
+
+
+def reader_lock_held() -> bool:
+    from jobqueue.queries import READER_LOCK_KEY
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s::bigint::oid",
+            [READER_LOCK_KEY],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def worker_env(embedded_pg, tmp_path, **overrides) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("R2_", "SENTRY_"))}
+    env.update(
+        {
+            "DATABASE_URL": embedded_pg.uri,
+            "MOMENTLENS_VAR_DIR": str(tmp_path / "var"),
+            "WORKER_RETRY_BACKOFF_S": "0.05",
+            "WORKER_LOCK_RETRY_S": "0.2",
+            "WORKER_IDLE_POLL_S": "0.1",
+            "WORKER_DB_RECOVERY_S": "30",
+            "WORKER_HEALTH_PORT": "0",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update({key: str(value) for key, value in overrides.items()})
+    return env
+
+
+def spawn_worker(env: dict, *args: str, log_path: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "worker_process.py"), *args],
+        cwd=ROOT,
+        env=env,
+        stdout=open(log_path, "ab"),
+        stderr=subprocess.STDOUT,
+    )

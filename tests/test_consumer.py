@@ -1,0 +1,190 @@
+"""The loop's guarantees, run in this process against the real embedded PostgreSQL."""
+
+import json
+import urllib.error
+import urllib.request
+import uuid
+
+import pytest
+from django.db import connection
+
+from faces.models import Event, Photo
+from jobqueue import messages
+from jobqueue.errors import BadMessage, UnknownJob
+from jobqueue.health import HealthServer, WorkerState
+from jobqueue.registry import register
+from jobqueue.worker import Worker, WorkerConfig
+from tests import job_handlers
+from tests.queue_helpers import archived, job, queue_rows, reader_lock_held, send
+
+pytestmark = pytest.mark.usefixtures("live_db")
+
+FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5)
+
+
+@pytest.fixture(autouse=True)
+def fresh_calls():
+    job_handlers.calls.clear()
+    job_handlers.flaky_failures.clear()
+
+
+def drain(state: WorkerState | None = None, **kwargs) -> Worker:
+    worker = Worker(FAST, state, drain=True, **kwargs)
+    worker.run()
+    return worker
+
+
+def make_published_photo() -> Photo:
+    from django.utils import timezone
+
+    event = Event.objects.create(name="consumer test")
+    photo_id = uuid.uuid4()
+    return Photo.objects.create(
+        id=photo_id,
+        event=event,
+        uploader_id=uuid.uuid4(),
+        upload_key=f"events/{event.id}/uploads/{photo_id}.jpg",
+        upload_thumb_key=f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
+        processed_at=timezone.now(),
+    )
+
+
+def test_a_failed_try_is_read_again_before_a_newer_message():
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    job_handlers.flaky_failures[first] = 2
+    send(job("test_flaky", first))
+    send(job("test_record", second))
+
+    drain()
+
+    assert job_handlers.calls == [
+        ("test_flaky", first),
+        ("test_flaky", first),
+        ("test_flaky", first),
+        ("test_record", second),
+    ]
+    assert queue_rows() == []
+    assert archived() == {}
+
+
+def test_three_failures_archive_and_unpublish_in_one_transaction():
+    photo = make_published_photo()
+    msg_id = send(job("test_fail", str(photo.id)))
+
+    drain()
+
+    assert [call[0] for call in job_handlers.calls] == ["test_fail"] * 3
+    assert archived() == {msg_id: (3, "failed")}
+    photo.refresh_from_db()
+    assert photo.processed_at is None
+    # Nothing a failed try wrote survives it.
+    assert not Event.objects.filter(name="written by a failing try").exists()
+    # The archive row and the unpublished photo row were written by the same transaction.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT xmin::text FROM pgmq.a_jobs WHERE msg_id = %s", [msg_id])
+        archive_xid = cursor.fetchone()[0]
+        cursor.execute("SELECT xmin::text FROM photos WHERE id = %s", [photo.id])
+        assert cursor.fetchone()[0] == archive_xid
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("just a string", "bad_message"),
+        ([1, 2, 3], "bad_message"),
+        ({"photo_id": "6f1c7e0e-0000-4000-8000-000000000001"}, "bad_message"),
+        ({"job": "no_such_job", "photo_id": "6f1c7e0e-0000-4000-8000-000000000001"}, "unknown_job"),
+        ({"job": "test_record", "photo_id": "not-a-uuid"}, "bad_message"),
+        (job("test_missing"), "missing_object"),
+    ],
+)
+def test_archived_on_the_first_try(body, reason):
+    msg_id = send(body)
+    drain()
+    assert archived() == {msg_id: (1, reason)}
+    assert queue_rows() == []
+
+
+def test_missing_object_unpublishes_the_photo_it_names():
+    photo = make_published_photo()
+    send(job("test_missing", str(photo.id)))
+    drain()
+    photo.refresh_from_db()
+    assert photo.processed_at is None
+
+
+def test_a_message_for_a_deleted_row_is_deleted_not_archived():
+    send(job("test_gone"))
+    drain()
+    assert queue_rows() == []
+    assert archived() == {}
+
+
+def test_a_message_read_more_than_three_times_is_archived_without_running():
+    msg_id = send(job("test_record"))
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE pgmq.q_jobs SET read_ct = 3 WHERE msg_id = %s", [msg_id])
+
+    drain()
+
+    assert job_handlers.calls == []
+    assert archived() == {msg_id: (4, "crashed_worker")}
+
+
+def test_messages_left_hidden_by_a_stopped_worker_are_made_visible_on_start():
+    msg_id = send(job("test_record"))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT * FROM pgmq.read('jobs', 3600, 1)")  # a worker read it, then died
+    drain()
+    assert [call[0] for call in job_handlers.calls] == ["test_record"]
+    assert queue_rows() == []
+    assert msg_id not in archived()
+
+
+def test_the_lock_is_released_when_the_loop_ends():
+    send(job("test_record"))
+    drain()
+    assert not reader_lock_held()
+
+
+def get_health(port: int) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_health_is_503_before_the_loop_200_while_it_runs_503_after():
+    state = WorkerState()
+    health = HealthServer(state, 0).start()
+    seen = {}
+    try:
+        seen["before"] = get_health(health.port)
+
+        @register("test_health_probe", id_field="photo_id")
+        def probe(payload):
+            seen["during"] = get_health(health.port)
+
+        send(job("test_health_probe"))
+        drain(state, startup=lambda: seen.setdefault("startup", get_health(health.port)))
+        seen["after"] = get_health(health.port)
+    finally:
+        health.stop()
+        job_handlers.calls.clear()
+
+    assert seen["before"][0] == 503
+    assert seen["startup"][0] == 503
+    assert seen["during"][0] == 200
+    assert seen["during"][1]["lock_held"] is True
+    assert seen["after"][0] == 503
+    assert seen["after"][1]["phase"] == "stopped"
+
+
+def test_parse_rejects_what_is_not_json():
+    with pytest.raises(BadMessage):
+        messages.parse("{not json")
+    with pytest.raises(BadMessage):
+        messages.parse("x" * (messages.MAX_MESSAGE_CHARS + 1))
+    with pytest.raises(UnknownJob):
+        messages.parse('{"job": "nope", "photo_id": "6f1c7e0e-0000-4000-8000-000000000001"}')
