@@ -25,7 +25,8 @@ class Job:
         return uuid.UUID(self.payload[self.type.id_field])
 
 
-def parse(body: str) -> Job:
+def decode(body: str) -> dict:
+    """The message's JSON object, or BadMessage."""
     if len(body) > MAX_MESSAGE_CHARS:
         raise BadMessage(f"message is {len(body)} characters, limit {MAX_MESSAGE_CHARS}")
     try:
@@ -34,6 +35,15 @@ def parse(body: str) -> Job:
         raise BadMessage(f"not JSON: {error}") from None
     if not isinstance(payload, dict):
         raise BadMessage(f"not a JSON object but {type(payload).__name__}")
+    return payload
+
+
+def parse(body: str) -> Job:
+    return job_of(decode(body))
+
+
+def job_of(payload: dict) -> Job:
+    """The registered job a decoded message asks for, with its target id checked."""
     name = payload.get("job")
     if not isinstance(name, str):
         raise BadMessage("no 'job' string")
@@ -46,10 +56,9 @@ def parse(body: str) -> Job:
     return Job(job_type, payload)
 
 
-def photo_id_of(body: str) -> uuid.UUID | None:
-    """The photo a message names, if any, even when the message is not a valid job."""
+def photo_id_of(payload: dict | None) -> uuid.UUID | None:
+    """The photo a decoded message names, if any, even when it is not a valid job."""
     try:
-        payload = json.loads(body)
         return uuid.UUID(payload["photo_id"])
     except (ValueError, TypeError, KeyError, AttributeError):
         return None

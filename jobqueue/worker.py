@@ -6,7 +6,6 @@ handler runs, so a crash counts too. The handler's writes and the message's
 delete commit in one transaction.
 """
 
-import json
 import logging
 import threading
 import time
@@ -81,6 +80,10 @@ class Worker:
         self.startup = startup
         self._stop = threading.Event()
         self._metrics_at = 0.0
+        # The backend that holds the reader lock; any other backend holds nothing.
+        self._lock_pid: int | None = None
+        # The loop's own cursor on that backend, reused for every read and delete.
+        self._cursor = None
 
     # -- control ---------------------------------------------------------
 
@@ -126,9 +129,11 @@ class Worker:
 
     def _step(self) -> bool:
         """Read and handle one message; False when none is visible."""
+        if self._lock_session_gone():
+            # Never read on a connection that does not hold the lock.
+            raise DatabaseLost("the connection holding the reader lock is gone")
         try:
-            with connection.cursor() as cursor:
-                message = queries.read(cursor, self.config.visibility_timeout_s)
+            message = queries.read(self._cursor, self.config.visibility_timeout_s)
         except DatabaseError as error:
             raise self._lost(error) from error
         self._refresh_metrics()
@@ -141,41 +146,46 @@ class Worker:
 
     def _handle(self, message: queries.Message) -> None:
         started = time.monotonic()
-        fields = {"msg_id": message.msg_id, "try": message.read_ct, **_ids_of(message.body)}
+        fields = {"msg_id": message.msg_id, "try": message.read_ct}
+        try:
+            payload = messages.decode(message.body)
+        except PermanentJobError as error:
+            self._archive(message, None, error.reason, str(error), fields, final=message.read_ct > MAX_TRIES)
+            return
+        fields.update(_ids_of(payload))
         if message.read_ct > MAX_TRIES:
             # It was read more often than it could have failed: it crashed the worker.
-            self._archive(message, "crashed_worker", f"read {message.read_ct} times", fields, final=True)
+            self._archive(message, payload, "crashed_worker", f"read {message.read_ct} times", fields, final=True)
             return
         try:
-            job = messages.parse(message.body)
+            job = messages.job_of(payload)
         except PermanentJobError as error:
-            self._archive(message, error.reason, str(error), fields, final=False)
+            self._archive(message, payload, error.reason, str(error), fields, final=False)
             return
         fields["job"] = job.name
         try:
             with transaction.atomic():
                 result = job.type.handler(job.payload) or {}
-                with connection.cursor() as cursor:
-                    queries.delete(cursor, message.msg_id)
+                queries.delete(self._cursor, message.msg_id)
         except RowGone as gone:
             self._delete(message)
             log.info(kv("job_done", **fields, outcome="row_gone", detail=str(gone), ms=_ms(started)))
         except PermanentJobError as error:
-            self._archive(message, error.reason, str(error), fields, final=False, error=error)
+            self._archive(message, payload, error.reason, str(error), fields, final=False, error=error)
         except DatabaseError as error:
             if self._connection_lost():
                 raise DatabaseLost(str(error)) from error
-            self._failed_try(message, error, fields, started)
+            self._failed_try(message, payload, error, fields, started)
         except Exception as error:
-            self._failed_try(message, error, fields, started)
+            self._failed_try(message, payload, error, fields, started)
         else:
             self.state.update(last_job_at=time.time(), jobs_done=self.state.jobs_done + 1)
             log.info(kv("job_done", **fields, outcome="completed", ms=_ms(started), **result))
 
-    def _failed_try(self, message, error: Exception, fields: dict, started: float) -> None:
+    def _failed_try(self, message, payload: dict, error: Exception, fields: dict, started: float) -> None:
         summary = f"{type(error).__name__}: {error}"
         if message.read_ct >= MAX_TRIES:
-            self._archive(message, "failed", summary, fields, final=True, error=error)
+            self._archive(message, payload, "failed", summary, fields, final=True, error=error)
             return
         delay = self.config.backoff(message.read_ct)
         log.warning(kv("job_retry", **fields, outcome="failed_try", error=summary, backoff_s=delay, ms=_ms(started)))
@@ -189,9 +199,9 @@ class Worker:
         except DatabaseError as db_error:
             raise self._lost(db_error) from db_error
 
-    def _archive(self, message, reason: str, detail: str, fields: dict, *, final: bool, error=None) -> None:
+    def _archive(self, message, payload, reason: str, detail: str, fields: dict, *, final: bool, error=None) -> None:
         """Archive with its reason and, if it names a photo, unpublish that photo, in one transaction."""
-        photo_id = messages.photo_id_of(message.body)
+        photo_id = messages.photo_id_of(payload)
         try:
             with transaction.atomic(), connection.cursor() as cursor:
                 queries.archive(cursor, message.msg_id, reason, detail[:500])
@@ -237,12 +247,14 @@ class Worker:
                     queries.set_application_name(cursor, APPLICATION_NAME)
                     if queries.try_reader_lock(cursor):
                         reset = queries.make_abandoned_visible(cursor)
+                        self._lock_pid = connection.connection.info.backend_pid
+                        self._cursor = connection.cursor()
                         self.state.update(lock_held=True)
                         log.info(
                             kv(
                                 "queue_lock",
                                 outcome="taken",
-                                pid=connection.connection.info.backend_pid,
+                                pid=self._lock_pid,
                                 made_visible=reset,
                             )
                         )
@@ -266,6 +278,7 @@ class Worker:
 
     def _recover(self, lost: DatabaseLost) -> None:
         self.state.update(lock_held=False)
+        self._lock_pid = None
         log.warning(kv("db_lost", error=str(lost).strip()))
         connection.close()
         if not self._take_queue(deadline=time.monotonic() + self.config.db_recovery_s):
@@ -285,8 +298,14 @@ class Worker:
     def _lost(self, error: DatabaseError) -> Exception:
         return DatabaseLost(str(error)) if self._connection_lost() else error
 
+    def _lock_session_gone(self) -> bool:
+        """The session that took the reader lock is gone, even if Django has since reconnected. No round trip."""
+        if connection.connection is None or connection.connection.closed:
+            return True
+        return connection.connection.info.backend_pid != self._lock_pid
+
     def _connection_lost(self) -> bool:
-        return connection.connection is None or not connection.is_usable()
+        return self._lock_session_gone() or not connection.is_usable()
 
     def _refresh_metrics(self) -> None:
         """Queue length for /health, at most every few seconds: it counts the queue."""
@@ -301,13 +320,7 @@ class Worker:
             raise self._lost(error) from error
 
 
-def _ids_of(body: str) -> dict:
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        return {}
-    if not isinstance(payload, dict):
-        return {}
+def _ids_of(payload: dict) -> dict:
     return {key: str(payload[key])[:64] for key in ID_FIELDS if key in payload}
 
 

@@ -1,0 +1,202 @@
+"""run_worker as a real process: crashes, a second worker, a killed connection, SIGTERM, Sentry."""
+
+import gzip
+import json
+import signal
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.db import connection
+
+from faces.models import Event
+from tests.queue_helpers import (
+    archived,
+    job,
+    queue_rows,
+    reader_lock_held,
+    send,
+    spawn_worker,
+    worker_env,
+)
+
+pytestmark = pytest.mark.usefixtures("live_db")
+
+
+@pytest.fixture
+def env(embedded_pg, tmp_path):
+    return worker_env(embedded_pg, tmp_path)
+
+
+def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {predicate.__name__}")
+
+
+def done_by(pid: int) -> int:
+    return Event.objects.filter(name__startswith="done ", name__endswith=f"pid={pid}").count()
+
+
+def test_a_crash_counts_as_a_try_and_repeated_crashes_end_archived(env, tmp_path):
+    log = tmp_path / "worker.log"
+    survivor = send(job("test_crash", once_marker=str(tmp_path / "crashed-once")))
+    assert spawn_worker(env, "--drain", log_path=log).wait(60) == -signal.SIGKILL
+    assert queue_rows() == [(survivor, 1)]
+    # The next worker makes it visible again and reads it a second time.
+    assert spawn_worker(env, "--drain", log_path=log).wait(60) == 0
+    assert queue_rows() == []
+    assert Event.objects.filter(name__startswith="survived").count() == 1
+    assert f"msg_id={survivor} try=2" in log.read_text()
+
+    killer = send(job("test_crash"))
+    for expected_reads in (1, 2, 3):
+        assert spawn_worker(env, "--drain", log_path=log).wait(60) == -signal.SIGKILL
+        assert queue_rows() == [(killer, expected_reads)]
+    assert spawn_worker(env, "--drain", log_path=log).wait(60) == 0
+    assert archived() == {killer: (4, "crashed_worker")}
+
+
+def test_two_workers_one_reads_the_other_waits_then_takes_over(env, tmp_path):
+    for _ in range(40):
+        send(job("test_record", seconds=0.1))
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = spawn_worker(env, log_path=first_log)
+    wait_for(lambda: done_by(first.pid) > 0)
+    second = spawn_worker(env, log_path=second_log)
+    try:
+        wait_for(lambda: "outcome=taken_by_other" in second_log.read_text())
+        assert done_by(second.pid) == 0
+        assert "holder_pid=" in second_log.read_text()
+
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+        killed_at = time.monotonic()
+        wait_for(lambda: done_by(second.pid) > 0, timeout=15)
+        took_over_s = time.monotonic() - killed_at
+        wait_for(lambda: not queue_rows(), timeout=60)
+    finally:
+        second.send_signal(signal.SIGTERM)
+        assert second.wait(30) == 0
+    assert took_over_s < 5
+    # Every job ran to completion exactly once, whoever ran it.
+    assert Event.objects.filter(name__startswith="done ").count() == 40
+    assert done_by(first.pid) + done_by(second.pid) == 40
+
+
+def test_the_worker_survives_pg_terminate_backend_and_finishes_the_queue(env, tmp_path):
+    total = 30
+    for _ in range(total):
+        send(job("test_record", seconds=0.05))
+    log = tmp_path / "worker.log"
+    worker = spawn_worker(env, "--drain", log_path=log)
+    wait_for(lambda: Event.objects.count() >= 5)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'momentlens-worker'"
+        )
+        assert cursor.fetchall() == [(True,)]
+    assert worker.wait(120) == 0
+    text = log.read_text()
+    assert "event=db_lost" in text
+    assert "event=db_recovered" in text
+    assert queue_rows() == []
+    assert archived() == {}
+    assert Event.objects.filter(name__startswith="done ").count() == total
+
+
+def get_status(port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+
+
+def test_sigterm_exits_zero_and_releases_the_lock(env, tmp_path):
+    from momentlens.devservices.seaweedfs import free_port
+
+    port = free_port()
+    worker = spawn_worker(env, "--health-port", str(port), log_path=tmp_path / "worker.log")
+    wait_for(lambda: get_status(port) == 200)
+    assert reader_lock_held()
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+    assert not reader_lock_held()
+
+
+def test_a_database_that_never_comes_back_ends_the_process_non_zero(embedded_pg, tmp_path):
+    env = worker_env(
+        embedded_pg,
+        tmp_path,
+        DATABASE_URL="postgresql://postgres:pw-must-not-leak-77@/postgres?host=/nonexistent-socket-dir",
+        WORKER_DB_RECOVERY_S="1",
+    )
+    log = tmp_path / "worker.log"
+    assert spawn_worker(env, "--drain", log_path=log).wait(60) == 1
+    text = log.read_text()
+    assert "event=worker_died" in text
+    assert "event=db_unreachable" in text
+    assert "pw-must-not-leak-77" not in text
+
+
+class SentryIngest:
+    """A loopback HTTP endpoint standing in for Sentry's ingest: it keeps every envelope item."""
+
+    def __init__(self):
+        self.items: list[dict] = []
+        ingest = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                for line in body.splitlines():
+                    try:
+                        ingest.items.append(json.loads(line))
+                    except ValueError:
+                        pass
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def dsn(self) -> str:
+        return f"http://publickey@127.0.0.1:{self.server.server_address[1]}/1"
+
+    def events(self) -> list[dict]:
+        return [item for item in self.items if "contexts" in item]
+
+
+def test_a_final_failure_reaches_sentry_with_its_context(embedded_pg, tmp_path):
+    ingest = SentryIngest()
+    env = worker_env(embedded_pg, tmp_path, SENTRY_DSN=ingest.dsn)
+    payload = job("test_fail")
+    msg_id = send(payload)
+    try:
+        assert spawn_worker(env, "--drain", log_path=tmp_path / "worker.log").wait(60) == 0
+        events = wait_for(ingest.events, timeout=10)
+    finally:
+        ingest.server.shutdown()
+    assert len(events) == 1
+    context = events[0]["contexts"]["job"]
+    assert context["msg_id"] == msg_id
+    assert context["job"] == "test_fail"
+    assert context["tries"] == 3
+    assert context["photo_id"] == payload["photo_id"]
+    assert events[0]["tags"]["job"] == "test_fail"
+    assert "RuntimeError" in json.dumps(events[0]["exception"])
