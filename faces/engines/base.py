@@ -1,0 +1,67 @@
+"""The face-engine interface: an upright BGR image in, faces with unit 512-d embeddings out."""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from faces.engines.tiling import TilingPlan, detect_tiled
+
+EMBEDDING_DIMENSIONS = 512
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One face found by a detector, in pixels of the image it was given."""
+
+    box: np.ndarray  # (4,) x1, y1, x2, y2
+    landmarks: np.ndarray  # (5, 2): eyes, nose, mouth corners
+    score: float
+
+    def shifted(self, dx: float, dy: float, scale: float) -> "Detection":
+        """This detection in the coordinates of a larger image: (p / scale) + offset."""
+        offset = np.array([dx, dy], dtype=np.float32)
+        box = self.box.reshape(2, 2) / scale + offset
+        return Detection(box.reshape(4), self.landmarks / scale + offset, self.score)
+
+
+@dataclass(frozen=True)
+class DetectedFace:
+    box: np.ndarray  # (4,) x1, y1, x2, y2 in pixels of the stored image
+    landmarks: np.ndarray  # (5, 2) pixels
+    score: float
+    embedding: np.ndarray  # (512,) float32, unit length
+    engine: str
+
+
+class FaceEngine(ABC):
+    """Loaded once per worker process; `analyze` is its one call."""
+
+    name: str
+    tiling: TilingPlan = TilingPlan()
+
+    def analyze(self, image: np.ndarray) -> list[DetectedFace]:
+        detections = detect_tiled(self.detect_once, image, self.tiling)
+        return [DetectedFace(d.box, d.landmarks, d.score, self.embed(image, d), self.name) for d in detections]
+
+    @abstractmethod
+    def detect_once(self, image: np.ndarray) -> list[Detection]:
+        """One detector pass over the whole of `image`, at its size."""
+
+    @abstractmethod
+    def embed(self, image: np.ndarray, detection: Detection) -> np.ndarray:
+        """The unit-length 512-d embedding of one detected face."""
+
+
+def to_unit_512(vector: np.ndarray) -> np.ndarray:
+    """Zero-pad to 512 dimensions and normalise; padding leaves cosine similarity unchanged."""
+    padded = np.zeros(EMBEDDING_DIMENSIONS, dtype=np.float32)
+    padded[: vector.shape[0]] = vector
+    norm = np.linalg.norm(padded)
+    if not np.isfinite(norm) or norm == 0:
+        raise ValueError("the embedding is zero or not finite")
+    return padded / norm
+
+
+class ModelsMissing(RuntimeError):
+    """A model folder is missing or incomplete: the worker refuses to start, and says what to put where."""
