@@ -88,6 +88,6 @@ WORKER_LOCK_RETRY_S = float(os.environ.get("WORKER_LOCK_RETRY_S", "5"))
 WORKER_IDLE_POLL_S = float(os.environ.get("WORKER_IDLE_POLL_S", "1"))
 WORKER_DB_RECOVERY_S = float(os.environ.get("WORKER_DB_RECOVERY_S", "300"))
 # Modules whose job handlers register themselves when imported by run_worker.
-WORKER_JOB_MODULES: list[str] = []
+WORKER_JOB_MODULES = ["faces.jobs"]
 # onnxruntime execution providers for the InsightFace engine, in preference order.
 ORT_PROVIDERS = os.environ.get("ORT_PROVIDERS", "CPUExecutionProvider").split(",")

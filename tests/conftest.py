@@ -95,3 +95,50 @@ def storage(request, tmp_path):
     if request.param == "s3":
         return S3Storage(**request.getfixturevalue("seaweed").storage_options())
     return FileSystemStorage(location=tmp_path / "media", allow_overwrite=True)
+
+
+@pytest.fixture
+def media_storage(settings, tmp_path):
+    """Django's default storage on the filesystem, in this test's folder."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": tmp_path / "media", "allow_overwrite": True},
+        },
+    }
+    from django.core.files.storage import default_storage
+
+    return default_storage
+
+
+@pytest.fixture
+def s3_media_storage(settings, seaweed):
+    """Django's default storage on the SeaweedFS S3 server."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": seaweed.storage_options()},
+    }
+    from django.core.files.storage import default_storage
+
+    return default_storage
+
+
+@pytest.fixture
+def test_thresholds(monkeypatch):
+    """Thresholds for tests, set here and never through configuration (SPEC §6)."""
+    from faces import thresholds
+    from faces.engines.portable import NAME
+
+    chosen = thresholds.Thresholds(match=0.95, blur=0.94, cluster=0.95)
+    monkeypatch.setitem(thresholds.THRESHOLDS, NAME, chosen)
+    return chosen
+
+
+@pytest.fixture
+def unmeasured_thresholds(monkeypatch):
+    from faces import thresholds
+    from faces.engines.portable import NAME
+
+    monkeypatch.setitem(thresholds.THRESHOLDS, NAME, thresholds.NOT_MEASURED)
+    return thresholds.NOT_MEASURED

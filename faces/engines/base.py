@@ -3,6 +3,7 @@
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from faces.engines.tiling import TilingPlan, detect_tiled
@@ -51,6 +52,12 @@ class FaceEngine(ABC):
     @abstractmethod
     def embed(self, image: np.ndarray, detection: Detection) -> np.ndarray:
         """The unit-length 512-d embedding of one detected face."""
+
+
+def pad_to_stride(image: np.ndarray, stride: int) -> np.ndarray:
+    """Pad right and bottom with black to a multiple of the detector's stride; never rescale."""
+    height, width = image.shape[:2]
+    return cv2.copyMakeBorder(image, 0, -height % stride, 0, -width % stride, cv2.BORDER_CONSTANT, value=(0, 0, 0))
 
 
 def to_unit_512(vector: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from faces.engines.base import Detection, FaceEngine, to_unit_512
+from faces.engines.base import Detection, FaceEngine, pad_to_stride, to_unit_512
 
 NAME = "portable-retinaface-dlib"
 # RetinaFace scores below this are not faces. Lower than the package's 0.9
@@ -55,9 +55,7 @@ class PortableEngine(FaceEngine):
         from retinaface.preprocess import preprocess
 
         height, width = image.shape[:2]
-        padded = cv2.copyMakeBorder(
-            image, 0, -height % STRIDE, 0, -width % STRIDE, cv2.BORDER_CONSTANT, value=(0, 0, 0)
-        )
+        padded = pad_to_stride(image, STRIDE)
         batch = preprocess(cv2.cvtColor(padded, cv2.COLOR_BGR2RGB))
         outputs = self._detector.run(None, {"input": batch})
         found = postprocess(outputs, *batch.shape, score_threshold=SCORE_THRESHOLD, nms_threshold=0.4)[0]

@@ -6,6 +6,7 @@ import sys
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from faces.engines.base import ModelsMissing
 from jobqueue import reporting
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.worker import Worker, WorkerConfig, WorkerDied
@@ -24,13 +25,13 @@ class Command(BaseCommand):
         state = WorkerState()
         port = settings.WORKER_HEALTH_PORT if health_port is None else health_port
         health = HealthServer(state, port).start() if port else None
-        worker = Worker(WorkerConfig.from_settings(), state, drain=drain, once=once, startup=load_job_handlers)
+        worker = Worker(WorkerConfig.from_settings(), state, drain=drain, once=once, startup=prepare)
         previous = {
             sig: signal.signal(sig, lambda *_: worker.request_stop()) for sig in (signal.SIGTERM, signal.SIGINT)
         }
         try:
             worker.run()
-        except WorkerDied as died:
+        except (WorkerDied, ModelsMissing) as died:
             self.stderr.write(f"event=worker_died error={died!s}")
             sys.exit(1)
         finally:
@@ -41,9 +42,12 @@ class Command(BaseCommand):
             reporting.flush()
 
 
-def load_job_handlers() -> None:
-    """Import the modules whose handlers register themselves (settings.WORKER_JOB_MODULES)."""
+def prepare() -> None:
+    """Before the loop: register the job handlers, and load the face engine once, to keep."""
     from importlib import import_module
+
+    from faces.engines import resident_engine
 
     for module in settings.WORKER_JOB_MODULES:
         import_module(module)
+    resident_engine()

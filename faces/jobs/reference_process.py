@@ -1,0 +1,51 @@
+"""`reference_process`: one face in a subject's reference upload, or a recorded reason why not."""
+
+from django.utils import timezone
+
+from faces.engines import resident_engine
+from faces.images import decode_upload
+from faces.models import EventMember, SubjectReference
+from faces.storage_io import read_object
+from jobqueue.enqueue import enqueue
+from jobqueue.errors import RowGone
+from jobqueue.registry import register
+
+
+@register("reference_process", id_field="reference_id")
+def reference_process(payload: dict) -> dict:
+    reference = SubjectReference.objects.select_for_update().filter(id=payload["reference_id"]).first()
+    if reference is None:
+        raise RowGone(f"reference {payload['reference_id']} does not exist")
+    image = decode_upload(read_object(reference.upload_key))
+    found = resident_engine().analyze(image)
+    record_reference(reference, found, width=image.shape[1], height=image.shape[0])
+    events = reprocess_member_events(reference) if reference.status == SubjectReference.Status.READY else []
+    return {"faces": len(found), "status": reference.status, "reprocess_events": len(events)}
+
+
+def record_reference(reference: SubjectReference, found: list, *, width: int, height: int) -> None:
+    if len(found) == 1:
+        face = found[0]
+        x1, y1, x2, y2 = (float(v) for v in face.box)
+        reference.status = SubjectReference.Status.READY
+        reference.embedding = face.embedding
+        reference.engine = face.engine
+        reference.box = {"x": x1 / width, "y": y1 / height, "w": (x2 - x1) / width, "h": (y2 - y1) / height}
+    else:
+        reference.status = SubjectReference.Status.NO_FACE if not found else SubjectReference.Status.MANY_FACES
+        reference.embedding = None
+        reference.box = None
+    reference.processed_at = timezone.now()
+    reference.save(update_fields=["status", "embedding", "engine", "box", "processed_at"])
+
+
+def reprocess_member_events(reference: SubjectReference) -> list:
+    """A new ready reference can change every photo of every event the user is active in."""
+    events = list(
+        EventMember.objects.filter(user_id=reference.user_id, status=EventMember.Status.ACTIVE).values_list(
+            "event_id", flat=True
+        )
+    )
+    for event_id in events:
+        enqueue({"job": "reprocess_event", "event_id": str(event_id)})
+    return events

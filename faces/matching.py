@@ -1,0 +1,116 @@
+"""Match a photo's faces against its event's members, and decide what each file blurs.
+
+Candidates are the event's active members with `ready` references of the same
+engine: matching never crosses events. Every comparison happens here and its
+result is stored on the face row (SPEC §6).
+"""
+
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+
+from faces import thresholds
+from faces.models import EventMember, Face, SubjectReference
+
+
+@dataclass(frozen=True)
+class Candidates:
+    user_ids: list[uuid.UUID]
+    dnp: np.ndarray  # (U,) bool
+    references: np.ndarray  # (R, 512)
+    owners: np.ndarray  # (R,) index into user_ids
+
+    @classmethod
+    def for_event(cls, event_id, engine: str) -> "Candidates":
+        members = dict(
+            EventMember.objects.filter(event_id=event_id, status=EventMember.Status.ACTIVE).values_list(
+                "user_id", "do_not_publish"
+            )
+        )
+        references = list(
+            SubjectReference.objects.filter(
+                user_id__in=list(members), status=SubjectReference.Status.READY, engine=engine
+            ).values_list("user_id", "embedding")
+        )
+        user_ids = sorted({user_id for user_id, _ in references})
+        index = {user_id: i for i, user_id in enumerate(user_ids)}
+        return cls(
+            user_ids=user_ids,
+            dnp=np.array([members[user_id] for user_id in user_ids], dtype=bool),
+            references=np.array([embedding for _, embedding in references], dtype=np.float32).reshape(-1, 512),
+            owners=np.array([index[user_id] for user_id, _ in references], dtype=int),
+        )
+
+    def similarities(self, embeddings: np.ndarray) -> np.ndarray:
+        """(F, U): each face's best cosine similarity over each candidate's references."""
+        per_reference = embeddings @ self.references.T
+        result = np.full((len(embeddings), len(self.user_ids)), -1.0, dtype=np.float32)
+        for user in range(len(self.user_ids)):
+            result[:, user] = per_reference[:, self.owners == user].max(axis=1)
+        return result
+
+
+@dataclass(frozen=True)
+class PhotoMatch:
+    """A photo's faces against its event's candidates, under one engine's thresholds."""
+
+    faces: list[Face]
+    candidates: Candidates
+    similarity: np.ndarray  # (F, U)
+    limits: thresholds.Thresholds
+
+    @classmethod
+    def for_faces(cls, faces: list[Face], event_id, engine: str) -> "PhotoMatch":
+        candidates = Candidates.for_event(event_id, engine)
+        embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
+        return cls(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine))
+
+    def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
+        """Per face: (matched user or None, best similarity or None when there is no candidate)."""
+        if not self.candidates.user_ids:
+            return [(None, None)] * len(self.faces)
+        columns = self.similarity.argmax(axis=1)
+        result = []
+        for row, column in enumerate(columns):
+            similarity = float(self.similarity[row, column])
+            matched = self.limits.match is not None and similarity >= self.limits.match
+            result.append((self.candidates.user_ids[column] if matched else None, similarity))
+        return result
+
+    def own_file_users(self) -> list[uuid.UUID]:
+        """DNP members matched in this photo: each gets a file with their own face unblurred."""
+        dnp = {u for u, is_dnp in zip(self.candidates.user_ids, self.candidates.dnp, strict=True) if is_dnp}
+        return sorted({user for user, _ in self.best() if user in dnp})
+
+    def blurred(self, viewer: uuid.UUID | None = None) -> list[bool]:
+        """Per face: blurred in the public file (viewer None) or in DNP member `viewer`'s own file."""
+        if self.limits.blur is None:
+            return [True] * len(self.faces)
+        dnp_columns = np.flatnonzero(self.candidates.dnp)
+        reaches = self.similarity[:, dnp_columns] >= self.limits.blur  # (F, D)
+        if viewer is None:
+            return reaches.any(axis=1).tolist()
+        own = [i for i, column in enumerate(dnp_columns) if self.candidates.user_ids[column] == viewer]
+        others = np.delete(reaches, own, axis=1)
+        matched = [user for user, _ in self.best()]
+        return [
+            bool(others[row].any()) or (bool(reaches[row, own].any()) and matched[row] != viewer)
+            for row in range(len(self.faces))
+        ]
+
+
+def faces_to_blur(photo, viewer: uuid.UUID | None = None) -> list[Face]:
+    """Which of the photo's stored faces the file for `viewer` (None: public) must blur."""
+    faces = list(photo.faces.order_by("id"))
+    if not faces:
+        return []
+    match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine)
+    return [face for face, blur in zip(faces, match.blurred(viewer), strict=True) if blur]
+
+
+def record_matches(match: PhotoMatch) -> None:
+    """Store each face's matched user and similarity."""
+    for face, (user, similarity) in zip(match.faces, match.best(), strict=True):
+        face.matched_user_id, face.similarity = user, similarity
+    Face.objects.bulk_update(match.faces, ["matched_user_id", "similarity"])

@@ -1,0 +1,50 @@
+"""A photo's one detection pass, then matching and clustering of what it stored."""
+
+import numpy as np
+from django.utils import timezone
+
+from faces import thresholds
+from faces.clustering import assign_clusters
+from faces.engines import DetectedFace, resident_engine
+from faces.matching import PhotoMatch, record_matches
+from faces.models import Face, Photo
+
+
+def detect_and_store(photo: Photo, image: np.ndarray) -> list[Face]:
+    """Detect once, store every face with fractions of the stored image, stamp faces_detected_at."""
+    height, width = image.shape[:2]
+    rows = [face_row(photo, found, width, height) for found in resident_engine().analyze(image)]
+    Face.objects.bulk_create(rows)
+    photo.faces_detected_at = timezone.now()
+    photo.save(update_fields=["faces_detected_at"])
+    return rows
+
+
+def face_row(photo: Photo, found: DetectedFace, width: int, height: int) -> Face:
+    scale = np.array([width, height], dtype=np.float64)
+    box = np.clip(found.box.reshape(2, 2) / scale, 0.0, 1.0)
+    landmarks = np.clip(found.landmarks / scale, 0.0, 1.0)
+    return Face(
+        photo=photo,
+        event_id=photo.event_id,
+        box_x=float(box[0, 0]),
+        box_y=float(box[0, 1]),
+        box_w=float(box[1, 0] - box[0, 0]),
+        box_h=float(box[1, 1] - box[0, 1]),
+        landmarks=np.round(landmarks, 6).tolist(),
+        det_score=float(found.score),
+        embedding=found.embedding,
+        engine=found.engine,
+    )
+
+
+def match_and_cluster(photo: Photo) -> PhotoMatch | None:
+    """Re-match the photo's stored faces against its event's current candidates; cluster the unmatched."""
+    faces = list(photo.faces.order_by("id"))
+    if not faces:
+        return None
+    engine = faces[0].engine
+    match = PhotoMatch.for_faces(faces, photo.event_id, engine)
+    record_matches(match)
+    assign_clusters(faces, thresholds.for_engine(engine).cluster)
+    return match

@@ -1,0 +1,24 @@
+"""Reading uploads from object storage with outcomes the consumer understands."""
+
+import botocore.exceptions
+from django.core.files.storage import default_storage
+
+from jobqueue.errors import MissingObject
+
+_MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
+
+
+def read_object(key: str) -> bytes:
+    """The object's bytes; MissingObject (archived at once) when it is not there.
+
+    Any other storage error propagates: an outage is retried by the consumer.
+    """
+    try:
+        with default_storage.open(key, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        raise MissingObject(f"no object at {key}") from None
+    except botocore.exceptions.ClientError as error:
+        if str(error.response.get("Error", {}).get("Code")) in _MISSING_CODES:
+            raise MissingObject(f"no object at {key}") from None
+        raise

@@ -1,0 +1,37 @@
+"""Similarity thresholds per engine (cosine similarity of unit embeddings).
+
+What each value rests on is in docs/ARCHITECTURE.md §6. A threshold nobody
+measured is None, and None fails closed: every detected face is blurred in
+every file, nothing is matched, nothing is clustered. Tests set thresholds in
+their own fixtures (patching THRESHOLDS), never through configuration.
+"""
+
+from dataclasses import dataclass
+
+from faces.engines.portable import NAME as PORTABLE
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    # matched_user_id is the best candidate when its similarity reaches this.
+    match: float | None
+    # A face this similar to any DNP member is blurred (<= match: when unsure, blur).
+    blur: float | None
+    # An unmatched face joins its event's nearest Unknown cluster at or above this.
+    cluster: float | None
+
+    def __post_init__(self):
+        if self.match is not None and self.blur is not None and self.blur > self.match:
+            raise ValueError("blur must not exceed match: the bias is toward blurring")
+
+
+NOT_MEASURED = Thresholds(match=None, blur=None, cluster=None)
+
+THRESHOLDS: dict[str, Thresholds] = {
+    PORTABLE: NOT_MEASURED,
+    "insightface-buffalo_l": NOT_MEASURED,
+}
+
+
+def for_engine(engine: str) -> Thresholds:
+    return THRESHOLDS.get(engine, NOT_MEASURED)

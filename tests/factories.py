@@ -1,0 +1,52 @@
+"""Rows and uploads the tests need, written the way the API would write them."""
+
+import uuid
+
+import numpy as np
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+
+from faces.models import Event, EventMember, Photo, SubjectReference
+from momentlens.devservices.samples import encode_jpeg
+
+
+def event(name: str = "Wedding") -> Event:
+    return Event.objects.create(name=name)
+
+
+def member(event: Event, *, dnp: bool = False, status: str = "active", user_id=None) -> uuid.UUID:
+    user_id = user_id or uuid.uuid4()
+    EventMember.objects.create(event=event, user_id=user_id, do_not_publish=dnp, status=status)
+    return user_id
+
+
+def upload(key: str, image: np.ndarray | None = None, data: bytes | None = None) -> str:
+    default_storage.save(key, ContentFile(data if data is not None else encode_jpeg(image)))
+    return key
+
+
+def photo(event: Event, image: np.ndarray | None = None, *, data: bytes | None = None, **fields) -> Photo:
+    photo_id = uuid.uuid4()
+    key = f"events/{event.id}/uploads/{photo_id}.jpg"
+    thumb_key = f"events/{event.id}/uploads/{photo_id}_thumb.jpg"
+    upload(key, image, data)
+    upload(thumb_key, data=b"thumbnail written by the API")
+    return Photo.objects.create(
+        id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=thumb_key, **fields
+    )
+
+
+def reference(user_id: uuid.UUID, image: np.ndarray | None = None, *, data: bytes | None = None) -> SubjectReference:
+    reference_id = uuid.uuid4()
+    key = upload(f"users/{user_id}/references/{reference_id}.jpg", image, data)
+    return SubjectReference.objects.create(id=reference_id, user_id=user_id, upload_key=key)
+
+
+def ready_reference(user_id: uuid.UUID, embedding, engine: str) -> SubjectReference:
+    return SubjectReference.objects.create(
+        user_id=user_id,
+        upload_key=f"users/{user_id}/references/{uuid.uuid4()}.jpg",
+        status=SubjectReference.Status.READY,
+        embedding=embedding,
+        engine=engine,
+    )

@@ -1,0 +1,75 @@
+"""The blur decision of SPEC §6, on synthetic similarities: every branch of the rule."""
+
+import uuid
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from faces.matching import Candidates, PhotoMatch
+from faces.thresholds import NOT_MEASURED, Thresholds
+
+X, Y, GUEST = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
+LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
+
+
+def photo_match(similarity: list[list[float]], limits=LIMITS) -> PhotoMatch:
+    """Faces (rows) against candidates X (DNP), Y (DNP) and GUEST (not DNP)."""
+    candidates = Candidates(
+        user_ids=[X, Y, GUEST],
+        dnp=np.array([True, True, False]),
+        references=np.zeros((3, 512), dtype=np.float32),
+        owners=np.array([0, 1, 2]),
+    )
+    faces = [SimpleNamespace(id=i) for i in range(len(similarity))]
+    return PhotoMatch(faces, candidates, np.array(similarity, dtype=np.float32), limits)
+
+
+def test_a_face_matched_to_x_is_visible_only_in_x_own_file():
+    match = photo_match([[0.95, 0.1, 0.1]])
+    assert match.best() == [(X, pytest.approx(0.95))]
+    assert match.blurred() == [True]
+    assert match.blurred(viewer=X) == [False]
+    assert match.blurred(viewer=Y) == [True]
+    assert match.own_file_users() == [X]
+
+
+def test_when_another_dnp_member_also_reaches_blur_the_face_is_blurred_in_x_file_too():
+    match = photo_match([[0.95, 0.85, 0.1]])
+    assert match.blurred(viewer=X) == [True]
+
+
+def test_a_face_near_x_but_matched_to_nobody_is_blurred_even_in_x_file():
+    match = photo_match([[0.85, 0.1, 0.1]])  # >= blur, < match: when unsure, blur
+    assert match.best()[0][0] is None
+    assert match.blurred() == [True]
+    assert match.blurred(viewer=X) == [True]
+    assert match.own_file_users() == []
+
+
+def test_guests_and_non_dnp_matches_are_not_blurred():
+    match = photo_match([[0.1, 0.2, 0.97], [0.3, 0.2, 0.1]])
+    assert match.best()[0][0] == GUEST
+    assert match.blurred() == [False, False]
+    assert match.own_file_users() == []
+
+
+def test_n_dnp_subjects_give_n_own_files():
+    match = photo_match([[0.95, 0.1, 0.1], [0.1, 0.93, 0.1], [0.1, 0.1, 0.1]])
+    assert match.own_file_users() == sorted([X, Y])
+    assert match.blurred() == [True, True, False]
+    assert match.blurred(viewer=X) == [False, True, False]
+    assert match.blurred(viewer=Y) == [True, False, False]
+
+
+def test_not_measured_blurs_every_face_everywhere_and_matches_nobody():
+    match = photo_match([[0.99, 0.1, 0.1], [0.1, 0.1, 0.99]], limits=NOT_MEASURED)
+    assert [user for user, _ in match.best()] == [None, None]
+    assert match.blurred() == [True, True]
+    assert match.blurred(viewer=X) == [True, True]
+    assert match.own_file_users() == []
+
+
+def test_blur_above_match_is_refused():
+    with pytest.raises(ValueError, match="blur must not exceed match"):
+        Thresholds(match=0.8, blur=0.9, cluster=0.8)

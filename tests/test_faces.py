@@ -1,0 +1,179 @@
+"""Detection, matching and clustering on real photos with the portable engine."""
+
+import numpy as np
+import pytest
+
+from faces.engines import resident_engine
+from faces.engines.portable import NAME as PORTABLE
+from faces.jobs.reference_process import reference_process
+from faces.matching import faces_to_blur
+from faces.models import Face, SubjectReference, UnknownCluster
+from faces.recognition import detect_and_store, match_and_cluster
+from momentlens.devservices import samples
+from tests import factories
+
+pytestmark = pytest.mark.usefixtures("media_storage")
+
+
+@pytest.fixture(scope="module")
+def group():
+    return samples.group_photo()
+
+
+@pytest.fixture(scope="module")
+def group_faces(group):
+    """The engine's own reading of t1, used to build references from its faces."""
+    return sorted(resident_engine().analyze(group), key=lambda face: face.box[0])
+
+
+def stored_faces(photo) -> list[Face]:
+    return sorted(photo.faces.all(), key=lambda face: face.box_x)
+
+
+def iou(a, b) -> float:
+    width = min(a[2], b[2]) - max(a[0], b[0])
+    height = min(a[3], b[3]) - max(a[1], b[1])
+    if width <= 0 or height <= 0:
+        return 0.0
+    inter = width * height
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+@pytest.mark.django_db
+def test_the_portable_engine_finds_the_six_faces_of_t1(group):
+    photo = factories.photo(factories.event(), group)
+    faces = detect_and_store(photo, group)
+    assert len(faces) == 6
+    photo.refresh_from_db()
+    assert photo.faces_detected_at is not None
+    height, width = group.shape[:2]
+    for face in stored_faces(photo):
+        box = np.array([face.box_x, face.box_y, face.box_x + face.box_w, face.box_y + face.box_h])
+        assert ((box >= 0) & (box <= 1)).all()
+        landmarks = np.array(face.landmarks)
+        assert landmarks.shape == (5, 2)
+        assert ((landmarks >= box[:2]) & (landmarks <= box[2:])).all(), "landmarks lie inside their box"
+        # The box lands on a face: the detector, run on a crop around it alone, finds that face again.
+        pixels = box * [width, height, width, height]
+        pad = (pixels[2:] - pixels[:2]) * 0.5
+        x1, y1 = np.maximum(pixels[:2] - pad, 0).astype(int)
+        x2, y2 = np.minimum(pixels[2:] + pad, [width, height]).astype(int)
+        again = resident_engine().detect_once(group[y1:y2, x1:x2])
+        assert len(again) == 1
+        assert iou(again[0].box + np.array([x1, y1, x1, y1]), pixels) > 0.6
+
+
+def make_reference_for(user_id, group, face) -> SubjectReference:
+    return factories.reference(user_id, samples.derived_portrait(group, face.box))
+
+
+@pytest.mark.django_db
+def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(group, group_faces, test_thresholds):
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    reference = make_reference_for(user, group, group_faces[2])
+    reference_process({"job": "reference_process", "reference_id": str(reference.id)})
+    reference.refresh_from_db()
+    assert reference.status == SubjectReference.Status.READY
+
+    photo = factories.photo(event, group)
+    detect_and_store(photo, group)
+    match_and_cluster(photo)
+
+    faces = stored_faces(photo)
+    assert [face.matched_user_id for face in faces] == [None, None, user, None, None, None]
+    assert faces[2].similarity == max(face.similarity for face in faces)
+    assert faces[2].similarity >= test_thresholds.match
+    assert all(face.similarity < test_thresholds.blur for i, face in enumerate(faces) if i != 2)
+    assert [face.id for face in faces_to_blur(photo)] == [faces[2].id]
+    assert faces_to_blur(photo, viewer=user) == []
+
+
+@pytest.mark.django_db
+def test_with_thresholds_not_measured_nothing_matches_and_every_face_is_blurred(
+    group, group_faces, unmeasured_thresholds
+):
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    factories.ready_reference(user, group_faces[2].embedding, PORTABLE)
+    photo = factories.photo(event, group)
+    detect_and_store(photo, group)
+    match_and_cluster(photo)
+
+    faces = stored_faces(photo)
+    assert all(face.matched_user_id is None for face in faces)
+    assert all(face.unknown_cluster_id is None for face in faces)
+    assert len(faces_to_blur(photo)) == 6
+    assert len(faces_to_blur(photo, viewer=user)) == 6
+    assert UnknownCluster.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_other_events_members_who_left_and_other_engines_never_match(group, group_faces, test_thresholds):
+    event, elsewhere = factories.event("here"), factories.event("elsewhere")
+    in_other_event = factories.member(elsewhere, dnp=True)
+    left = factories.member(event, dnp=True, status="left")
+    other_engine = factories.member(event, dnp=True)
+    factories.ready_reference(in_other_event, group_faces[0].embedding, PORTABLE)
+    factories.ready_reference(left, group_faces[1].embedding, PORTABLE)
+    factories.ready_reference(other_engine, group_faces[2].embedding, "insightface-buffalo_l")
+    photo = factories.photo(event, group)
+    detect_and_store(photo, group)
+    match_and_cluster(photo)
+
+    assert all(face.matched_user_id is None for face in photo.faces.all())
+    assert all(face.similarity is None for face in photo.faces.all()), "no candidate, no comparison"
+    assert faces_to_blur(photo) == []
+
+
+@pytest.mark.django_db
+def test_clustering_groups_the_same_person_across_photos_and_separates_people(group, test_thresholds):
+    event = factories.event()
+    first = factories.photo(event, group)
+    detect_and_store(first, group)
+    match_and_cluster(first)
+    smaller = samples.recolour(np.ascontiguousarray(group[:, ::1]), hue_shift=4, gain=1.05)
+    smaller = samples.cv2.resize(smaller, None, fx=0.8, fy=0.8)
+    second = factories.photo(event, smaller)
+    detect_and_store(second, smaller)
+    match_and_cluster(second)
+
+    assert UnknownCluster.objects.filter(event=event).count() == 6
+    for a, b in zip(stored_faces(first), stored_faces(second), strict=True):
+        assert a.unknown_cluster_id is not None
+        assert a.unknown_cluster_id == b.unknown_cluster_id, "the same person, one cluster"
+    assert set(UnknownCluster.objects.values_list("face_count", flat=True)) == {2}
+
+
+@pytest.mark.django_db
+def test_reference_process_outcomes(group, test_thresholds):
+    from django.db import connection
+
+    event_a, event_b, event_left = factories.event("a"), factories.event("b"), factories.event("c")
+    user = factories.member(event_a, dnp=True)
+    factories.member(event_b, user_id=user)
+    factories.member(event_left, user_id=user, status="left")
+
+    one = factories.reference(user, samples.tom_hanks())
+    none = factories.reference(user, samples.face_free_scenes()[0])
+    many = factories.reference(user, group)
+    results = {
+        name: reference_process({"job": "reference_process", "reference_id": str(ref.id)})
+        for name, ref in (("one", one), ("none", none), ("many", many))
+    }
+    for ref in (one, none, many):
+        ref.refresh_from_db()
+    assert (one.status, none.status, many.status) == ("ready", "no_face", "many_faces")
+    assert one.engine == PORTABLE
+    assert np.linalg.norm(one.embedding) == pytest.approx(1.0, abs=1e-5)
+    assert none.embedding is None
+    assert many.embedding is None
+    assert all(ref.processed_at for ref in (one, none, many))
+    assert results["many"]["faces"] == 6
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT message FROM pgmq.q_jobs ORDER BY msg_id")
+        sent = [row[0] for row in cursor.fetchall()]
+    import json
+
+    assert sorted(json.loads(m)["event_id"] for m in sent) == sorted([str(event_a.id), str(event_b.id)])
+    assert all(json.loads(m)["job"] == "reprocess_event" for m in sent)

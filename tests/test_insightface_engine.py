@@ -1,0 +1,256 @@
+"""The insightface engine on small buffalo_l-format models with known weights.
+
+The detector has det_10g's interface (input 1x3xHxW with dynamic H and W; per stride
+8/16/32 and two anchors per cell: scores [N,1], distances [N,4], landmarks [N,10])
+but constant outputs: one anchor scores 0.9, one scores under the threshold, and
+every anchor predicts the same distances. The recogniser has w600k_r50's interface
+(Nx3x112x112 -> Nx512): the channel means of its input times a known matrix. So the
+expected box, landmarks and embedding follow from the constants below.
+"""
+
+import socket
+import sys
+
+import cv2
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from faces.engines import build_engine
+from faces.engines.base import EMBEDDING_DIMENSIONS, ModelsMissing
+from faces.engines.insightface import SCORE_THRESHOLD, InsightFaceEngine
+
+STRIDES = (8, 16, 32)
+ANCHORS = 2
+WIDTH, HEIGHT = 200, 150  # neither is a multiple of 32: the engine pads to 224 x 160
+
+# The face: stride 16, cell (x 5, y 4), second anchor.
+FACE_STRIDE, FACE_CELL, FACE_ANCHOR = 16, (5, 4), 1
+FACE_SCORE = 0.9
+# A second anchor (stride 8) that scores just under the threshold.
+WEAK_STRIDE, WEAK_INDEX, WEAK_SCORE = 8, 40, SCORE_THRESHOLD - 0.05
+# What every anchor predicts, in pixels; the model outputs them in units of its stride.
+BOX_DISTANCES = np.array([32, 40, 32, 48], dtype=np.float32)  # left, top, right, bottom
+LANDMARK_OFFSETS = np.array([[-14, -12], [14, -12], [0, 4], [-11, 18], [11, 18]], dtype=np.float32)
+
+FACE_BGR = (40, 90, 200)
+BACKGROUND_BGR = (230, 230, 230)
+PROJECTION = np.random.default_rng(7).standard_normal((3, EMBEDDING_DIMENSIONS)).astype(np.float32)
+
+
+def _padded(length: int) -> int:
+    return -(-length // 32) * 32
+
+
+def _face_centre() -> np.ndarray:
+    return np.array(FACE_CELL, dtype=np.float32) * FACE_STRIDE
+
+
+def _face_row() -> int:
+    cells_per_row = _padded(WIDTH) // FACE_STRIDE
+    x, y = FACE_CELL
+    return (y * cells_per_row + x) * ANCHORS + FACE_ANCHOR
+
+
+def _expected_box() -> np.ndarray:
+    cx, cy = _face_centre()
+    left, top, right, bottom = BOX_DISTANCES
+    return np.array([cx - left, cy - top, cx + right, cy + bottom], dtype=np.float32)
+
+
+def _expected_landmarks() -> np.ndarray:
+    return _face_centre() + LANDMARK_OFFSETS
+
+
+def _expected_embedding(bgr: tuple[int, int, int]) -> np.ndarray:
+    # ArcFaceONNX feeds RGB, (pixel - 127.5) / 127.5.
+    rgb = (np.array(bgr[::-1], dtype=np.float32) - 127.5) / 127.5
+    vector = rgb @ PROJECTION
+    return vector / np.linalg.norm(vector)
+
+
+def _save(graph: onnx.GraphProto, path) -> None:
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save(model, str(path))
+
+
+def _detector_graph(with_landmarks: bool = True) -> onnx.GraphProto:
+    nodes, initializers, outputs = [], [], {"score": [], "bbox": [], "kps": []}
+    initializers.append(numpy_helper.from_array(np.array([-1, 1], dtype=np.int64), "column_shape"))
+    initializers.append(numpy_helper.from_array(np.array([ANCHORS, 1], dtype=np.int64), "anchor_repeats"))
+    initializers.append(numpy_helper.from_array(np.zeros(1, dtype=np.float32), "zero"))
+    nodes.append(helper.make_node("ReduceMean", ["input.1"], ["grey"], axes=[1], keepdims=1, name="grey"))
+    for stride in STRIDES:
+        # A zero per anchor, shaped by the input: [(H/s) * (W/s) * 2, 1].
+        pool, cells, zeros = f"pool{stride}", f"cells{stride}", f"zeros{stride}"
+        nodes += [
+            helper.make_node("AveragePool", ["grey"], [pool], kernel_shape=[stride, stride], strides=[stride, stride]),
+            helper.make_node("Reshape", [pool, "column_shape"], [cells]),
+            helper.make_node("Tile", [cells, "anchor_repeats"], [f"tiled{stride}"]),
+            helper.make_node("Mul", [f"tiled{stride}", "zero"], [zeros]),
+        ]
+        nodes.append(_score_node(stride, zeros, initializers))
+        for kind, values in (("bbox", BOX_DISTANCES), ("kps", LANDMARK_OFFSETS.reshape(-1))):
+            constant = f"{kind}_distances{stride}"
+            initializers.append(numpy_helper.from_array((values / stride).reshape(1, -1), constant))
+            nodes.append(helper.make_node("Add", [zeros, constant], [f"{kind}_{stride}"]))
+        for kind, width in (("score", 1), ("bbox", 4), ("kps", 10)):
+            outputs[kind].append(helper.make_tensor_value_info(f"{kind}_{stride}", TensorProto.FLOAT, [None, width]))
+    graph_outputs = outputs["score"] + outputs["bbox"] + (outputs["kps"] if with_landmarks else [])
+    image = helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [1, 3, "height", "width"])
+    return helper.make_graph(nodes, "scrfd_test", [image], graph_outputs, initializers)
+
+
+def _score_node(stride: int, zeros: str, initializers: list) -> onnx.NodeProto:
+    rows = {FACE_STRIDE: (_face_row(), FACE_SCORE), WEAK_STRIDE: (WEAK_INDEX, WEAK_SCORE)}
+    if stride not in rows:
+        return helper.make_node("Identity", [zeros], [f"score_{stride}"])
+    row, score = rows[stride]
+    initializers.append(numpy_helper.from_array(np.array([[row]], dtype=np.int64), f"score_row{stride}"))
+    initializers.append(numpy_helper.from_array(np.array([[score]], dtype=np.float32), f"score_value{stride}"))
+    return helper.make_node("ScatterND", [zeros, f"score_row{stride}", f"score_value{stride}"], [f"score_{stride}"])
+
+
+def _recognizer_graph() -> onnx.GraphProto:
+    # No node named Sub*/Mul*: ArcFaceONNX takes such a graph for an mxnet export with its own normalisation.
+    nodes = [
+        helper.make_node("ReduceMean", ["input.1"], ["channel_means"], axes=[2, 3], keepdims=0, name="channel_means"),
+        helper.make_node("MatMul", ["channel_means", "projection"], ["683"], name="projection"),
+    ]
+    image = helper.make_tensor_value_info("input.1", TensorProto.FLOAT, ["batch", 3, 112, 112])
+    embedding = helper.make_tensor_value_info("683", TensorProto.FLOAT, ["batch", EMBEDDING_DIMENSIONS])
+    return helper.make_graph(
+        nodes, "arcface_test", [image], [embedding], [numpy_helper.from_array(PROJECTION, "projection")]
+    )
+
+
+@pytest.fixture
+def model_folder(tmp_path):
+    folder = tmp_path / "buffalo_l"
+    _save(_detector_graph(), folder / "det_10g.onnx")
+    _save(_recognizer_graph(), folder / "w600k_r50.onnx")
+    return folder
+
+
+@pytest.fixture
+def photo() -> np.ndarray:
+    image = np.full((HEIGHT, WIDTH, 3), BACKGROUND_BGR, dtype=np.uint8)
+    # Wider than the aligned 112 px crop reaches, so the crop is all face colour.
+    image[0:HEIGHT, 10:160] = FACE_BGR
+    return image
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    attempts = []
+
+    def refuse(*args, **kwargs):
+        attempts.append(args)
+        raise OSError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    return attempts
+
+
+def test_name(model_folder):
+    assert InsightFaceEngine(model_folder).name == "insightface-buffalo_l"
+
+
+def test_detect_once_returns_the_anchor_box_and_landmarks_in_image_pixels(model_folder, photo):
+    detections = InsightFaceEngine(model_folder).detect_once(photo)
+
+    assert len(detections) == 1  # the under-threshold anchor is not a face
+    (face,) = detections
+    assert face.box.dtype == np.float32
+    assert face.box.shape == (4,)
+    assert face.landmarks.shape == (5, 2)
+    np.testing.assert_allclose(face.box, _expected_box(), atol=1.0)
+    np.testing.assert_allclose(face.landmarks, _expected_landmarks(), atol=1.0)
+    assert face.score == pytest.approx(FACE_SCORE)
+    fractions = face.box / [WIDTH, HEIGHT, WIDTH, HEIGHT]
+    np.testing.assert_allclose(fractions, [48 / 200, 24 / 150, 112 / 200, 112 / 150], atol=0.01)
+
+
+def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
+    engine = InsightFaceEngine(model_folder)
+    (face,) = engine.detect_once(photo)
+
+    embedding = engine.embed(photo, face)
+
+    assert embedding.shape == (EMBEDDING_DIMENSIONS,)
+    assert np.linalg.norm(embedding) == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(embedding, _expected_embedding(FACE_BGR), atol=1e-4)
+    assert not np.allclose(embedding, _expected_embedding(FACE_BGR[::-1]), atol=1e-2)
+
+
+def test_analyze_never_touches_the_network(model_folder, photo, no_network):
+    engine = InsightFaceEngine(model_folder)
+    (face,) = engine.analyze(photo)
+
+    assert no_network == []
+    assert face.engine == "insightface-buffalo_l"
+    np.testing.assert_allclose(face.box, _expected_box(), atol=1.0)
+    np.testing.assert_allclose(face.landmarks, _expected_landmarks(), atol=1.0)
+    np.testing.assert_allclose(face.embedding, _expected_embedding(FACE_BGR), atol=1e-4)
+
+
+def test_one_detector_session_serves_every_image_size(model_folder, photo):
+    engine = InsightFaceEngine(model_folder)
+    for size in ((WIDTH, HEIGHT), (320, 96), (64, 480)):
+        engine.detect_once(cv2.resize(photo, size))
+
+    sessions = engine._detector.resolution_sessions
+    assert len(sessions) == 3
+    assert all(session is engine._detector.session for session in sessions.values())
+
+
+def test_missing_folder_is_refused_before_loading_anything(tmp_path, monkeypatch):
+    # Nothing heavy is imported before the check: these imports would fail.
+    monkeypatch.setitem(sys.modules, "insightface", None)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    folder = tmp_path / "models" / "buffalo_l"
+
+    with pytest.raises(ModelsMissing) as refused:
+        InsightFaceEngine(folder)
+
+    message = str(refused.value)
+    assert str(folder) in message
+    assert "does not exist" in message
+    assert "det_10g.onnx" in message
+    assert "w600k_r50.onnx" in message
+
+
+@pytest.mark.parametrize(
+    ("present", "missing"), [("det_10g.onnx", "w600k_r50.onnx"), ("w600k_r50.onnx", "det_10g.onnx")]
+)
+def test_folder_with_one_file_names_the_other(model_folder, present, missing):
+    (model_folder / missing).unlink()
+
+    with pytest.raises(ModelsMissing) as refused:
+        InsightFaceEngine(model_folder)
+
+    message = str(refused.value)
+    assert str(model_folder) in message
+    assert f"is missing {missing}." in message
+    assert present in message  # the message still says both files belong there
+
+
+def test_detector_without_landmarks_is_refused(model_folder):
+    _save(_detector_graph(with_landmarks=False), model_folder / "det_10g.onnx")
+
+    with pytest.raises(ModelsMissing, match="landmarks"):
+        InsightFaceEngine(model_folder)
+
+
+def test_build_engine_fails_fast_without_buffalo_l(settings, tmp_path):
+    settings.FACE_MODEL_ROOT = tmp_path
+
+    with pytest.raises(ModelsMissing, match="buffalo_l"):
+        build_engine("insightface")
