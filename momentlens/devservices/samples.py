@@ -66,3 +66,52 @@ def encode_jpeg(image: np.ndarray, quality: int = 92) -> bytes:
     if not ok:
         raise ValueError("could not encode")
     return data.tobytes()
+
+
+def identities() -> dict[str, np.ndarray]:
+    """Every distinct person the shipped samples hold: t1's six, Tom Hanks, the astronaut."""
+    return {
+        **{f"t1_person_{i + 1}": face for i, face in enumerate(_t1_portraits())},
+        "tom_hanks": tom_hanks(),
+        "astronaut": astronaut(),
+    }
+
+
+def _t1_portraits() -> list[np.ndarray]:
+    from faces.engines.portable import PortableEngine
+
+    group = group_photo()
+    found = sorted(PortableEngine().analyze(group), key=lambda face: face.box[0])
+    return [derived_portrait(group, face.box, scale=1.0, hue_shift=0, gain=1.0) for face in found]
+
+
+def variants(image: np.ndarray, count: int, seed: int) -> list[np.ndarray]:
+    """`count` different images of the face in `image`: rescaled, recoloured, blurred, rotated, recompressed."""
+    rng = np.random.default_rng(seed)
+    result = []
+    for _ in range(count):
+        scale = rng.uniform(0.6, 1.8)
+        out = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        out = recolour(out, hue_shift=int(rng.integers(-8, 9)), gain=float(rng.uniform(0.8, 1.2)))
+        height, width = out.shape[:2]
+        angle = float(rng.uniform(-10, 10))
+        rotation = cv2.getRotationMatrix2D((width / 2, height / 2), angle, 1.0)
+        out = cv2.warpAffine(out, rotation, (width, height), borderMode=cv2.BORDER_REFLECT)
+        if rng.random() < 0.5:
+            out = cv2.GaussianBlur(out, (0, 0), float(rng.uniform(0.5, 1.5)))
+        if rng.random() < 0.5:
+            out = out[:, ::-1]
+        quality = int(rng.integers(50, 95))
+        out = cv2.imdecode(np.frombuffer(encode_jpeg(np.ascontiguousarray(out), quality), np.uint8), cv2.IMREAD_COLOR)
+        result.append(out)
+    return result
+
+
+def write_identity_set(out_dir: Path, per_person: int = 6, seed: int = 7) -> Path:
+    """One folder per person, `per_person` images each: the input of `manage.py measure_thresholds`."""
+    for index, (person, image) in enumerate(identities().items()):
+        folder = Path(out_dir) / person
+        folder.mkdir(parents=True, exist_ok=True)
+        for number, variant in enumerate(variants(image, per_person, seed + index)):
+            (folder / f"{number:02d}.jpg").write_bytes(encode_jpeg(variant))
+    return Path(out_dir)
