@@ -1,0 +1,97 @@
+"""The photo jobs of SPEC §4: face_process, thumbnail_dims, reprocess, reprocess_event."""
+
+import logging
+
+import numpy as np
+from django.db import transaction
+
+from faces.images import decode_upload, image_size
+from faces.models import Event, EventMember, Photo
+from faces.recognition import detect_and_store, match_and_cluster
+from faces.rendering.files import publish_upload, render_and_publish
+from faces.rendering.sweep import sweep_after_commit
+from faces.storage_io import read_object
+from jobqueue.enqueue import enqueue
+from jobqueue.errors import RowGone
+from jobqueue.registry import register
+
+log = logging.getLogger("faces.jobs")
+
+
+@register("face_process", id_field="photo_id")
+def face_process(payload: dict) -> dict:
+    return face_path(locked_photo(payload["photo_id"]))
+
+
+@register("thumbnail_dims", id_field="photo_id")
+def thumbnail_dims(payload: dict) -> dict:
+    photo = locked_photo(payload["photo_id"])
+    if photo.variant_version != 0:
+        # Another job already rendered this photo: a re-sent message must not undo it.
+        return {"detail": "already_rendered", "files": 0}
+    if has_active_dnp_member(photo.event_id):
+        # An unblurred publish could show a DNP face: fail closed, take the face path.
+        return {**face_path(photo), "detail": "dnp_member_present"}
+    data = read_object(photo.upload_key)
+    if photo.blur_regions:
+        files = render_and_publish(photo, decode_upload(data), None)
+    else:
+        publish_upload(photo, *image_size(data))
+        files = 0
+    _sweep_after_commit(photo)
+    return {"files": files}
+
+
+@register("reprocess", id_field="photo_id")
+def reprocess(payload: dict) -> dict:
+    photo = locked_photo(payload["photo_id"])
+    if photo.faces_detected_at is None:
+        # Published without a face pass (thumbnail_dims): its first and only detection.
+        return {**face_path(photo), "detail": "first_detection"}
+    image = read_image(photo)
+    match = match_and_cluster(photo)
+    files = render_and_publish(photo, image, match)
+    _sweep_after_commit(photo)
+    return {"faces": len(match.faces) if match else 0, "files": files}
+
+
+@register("reprocess_event", id_field="event_id")
+def reprocess_event(payload: dict) -> dict:
+    if not Event.objects.filter(id=payload["event_id"]).exists():
+        raise RowGone(f"event {payload['event_id']} does not exist")
+    published = Photo.objects.filter(event_id=payload["event_id"], processed_at__isnull=False)
+    photo_ids = list(published.order_by("created_at").values_list("id", flat=True))
+    for photo_id in photo_ids:
+        enqueue({"job": "reprocess", "photo_id": str(photo_id)})
+    return {"enqueued": len(photo_ids)}
+
+
+def face_path(photo: Photo) -> dict:
+    """Detect (unless faces are already stored), match, cluster, render, publish."""
+    image = read_image(photo)
+    if photo.faces_detected_at is None:
+        detect_and_store(photo, image)
+    match = match_and_cluster(photo)
+    files = render_and_publish(photo, image, match)
+    _sweep_after_commit(photo)
+    return {"faces": len(match.faces) if match else 0, "files": files}
+
+
+def locked_photo(photo_id) -> Photo:
+    photo = Photo.objects.select_for_update().filter(id=photo_id).first()
+    if photo is None:
+        raise RowGone(f"photo {photo_id} does not exist")
+    return photo
+
+
+def read_image(photo: Photo) -> np.ndarray:
+    """The upload, decoded once per job, as stored."""
+    return decode_upload(read_object(photo.upload_key))
+
+
+def has_active_dnp_member(event_id) -> bool:
+    return EventMember.objects.filter(event_id=event_id, status=EventMember.Status.ACTIVE, do_not_publish=True).exists()
+
+
+def _sweep_after_commit(photo: Photo) -> None:
+    transaction.on_commit(lambda: sweep_after_commit(photo.event_id, photo.id))

@@ -1,0 +1,1 @@
+"""Blurring, encoding and the versioned files of a photo."""

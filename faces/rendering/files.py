@@ -1,0 +1,129 @@
+"""A photo's derived files: N DNP subjects in it give N+1 files and N+1 thumbnails.
+
+Every render bumps `variant_version` and puts it in every key, so no object a row
+points at is ever overwritten. Keys go onto the rows as each file is uploaded;
+`processed_at` is written last and publishes the row. All of it commits with the
+message's delete; the objects the rows stopped pointing at are deleted after the
+commit (faces/rendering/sweep.py).
+"""
+
+import uuid
+from dataclasses import dataclass
+
+import numpy as np
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.utils import timezone
+
+from faces.matching import PhotoMatch
+from faces.models import Photo, PhotoVariant
+from faces.rendering import keys
+from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box, region_box
+from faces.rendering.codec import encode_jpeg, thumbnail
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    viewer: uuid.UUID | None  # None: the public file
+    face_boxes: list[tuple[int, int, int, int]]  # expanded, in pixels
+
+
+def plan_files(photo: Photo, width: int, height: int, match: PhotoMatch | None) -> list[PlannedFile]:
+    """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred."""
+    if match is None:
+        viewers, decisions = [None], {None: []}
+    else:
+        viewers = [None, *match.own_file_users()]
+        decisions = {viewer: match.blurred(viewer) for viewer in viewers}
+    if not photo.blur_regions and not any(decisions[None]):
+        return []
+    faces = match.faces if match else []
+    return [
+        PlannedFile(
+            viewer,
+            [
+                expanded_face_box((f.box_x, f.box_y, f.box_w, f.box_h), width, height)
+                for f, blurred in zip(faces, decisions[viewer], strict=True)
+                if blurred
+            ],
+        )
+        for viewer in viewers
+    ]
+
+
+def render_and_publish(photo: Photo, image: np.ndarray, match: PhotoMatch | None) -> int:
+    """Render, upload and point the rows at the new version; returns how many files were written."""
+    height, width = image.shape[:2]
+    planned = plan_files(photo, width, height, match)
+    start_version(photo, width, height)
+    regions = [region_box(region, width, height) for region in photo.blur_regions]
+    for file in planned:
+        _write(photo, _render(image, file.face_boxes, regions), file.viewer)
+    if not planned:
+        _point_public_at_upload(photo)
+    _drop_stale_variants(photo, [file.viewer for file in planned if file.viewer is not None])
+    publish(photo)
+    return len(planned)
+
+
+def publish_upload(photo: Photo, width: int, height: int) -> None:
+    """Nothing to blur: the public keys are the upload keys."""
+    start_version(photo, width, height)
+    _point_public_at_upload(photo)
+    _drop_stale_variants(photo, [])
+    publish(photo)
+
+
+def start_version(photo: Photo, width: int, height: int) -> None:
+    photo.variant_version += 1
+    photo.width, photo.height = width, height
+    photo.save(update_fields=["variant_version", "width", "height"])
+
+
+def publish(photo: Photo) -> None:
+    """The last write of a job, once every file and thumbnail is in storage: it publishes the row."""
+    photo.processed_at = timezone.now()
+    photo.save(update_fields=["processed_at"])
+
+
+def _point_public_at_upload(photo: Photo) -> None:
+    photo.public_key, photo.public_thumb_key = photo.upload_key, photo.upload_thumb_key
+    photo.save(update_fields=["public_key", "public_thumb_key"])
+
+
+def _drop_stale_variants(photo: Photo, viewers: list[uuid.UUID]) -> None:
+    """Members who no longer get a file lose their row; their objects go in the sweep after commit."""
+    PhotoVariant.objects.filter(photo=photo).exclude(user_id__in=viewers).delete()
+
+
+def _render(image: np.ndarray, face_boxes: list, regions: list) -> np.ndarray:
+    out = image.copy()
+    for box in face_boxes:
+        blur_ellipse(out, box)
+    for box in regions:
+        blur_rectangle(out, box)
+    return out
+
+
+def _write(photo: Photo, rendered: np.ndarray, viewer: uuid.UUID | None) -> None:
+    if viewer is None:
+        key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version)
+    else:
+        key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, viewer)
+    put(key, encode_jpeg(rendered))
+    put(thumb_key, encode_jpeg(thumbnail(rendered)))
+    if viewer is None:
+        photo.public_key, photo.public_thumb_key = key, thumb_key
+        photo.save(update_fields=["public_key", "public_thumb_key"])
+    else:
+        PhotoVariant.objects.update_or_create(
+            photo=photo,
+            user_id=viewer,
+            defaults={"variant_version": photo.variant_version, "key": key, "thumb_key": thumb_key},
+        )
+
+
+def put(key: str, data: bytes) -> None:
+    saved = default_storage.save(key, ContentFile(data))
+    if saved != key:
+        raise RuntimeError(f"storage wrote {saved} instead of {key}")
