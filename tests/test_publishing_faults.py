@@ -1,0 +1,184 @@
+"""Storage outages and bad uploads: nothing lost, nothing published that should not be."""
+
+import pytest
+from django.core.files.storage import default_storage
+
+from faces.jobs import photo_jobs
+from faces.models import Photo, PhotoVariant
+from faces.rendering import files
+from momentlens.devservices import samples
+from tests import factories
+from tests.publishing_helpers import (
+    assert_every_row_key_exists,
+    jpeg_bytes,
+    png_header_only,
+    run_worker_drain,
+)
+from tests.queue_helpers import archived, queue_rows, send
+
+pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
+
+
+@pytest.fixture
+def fast_retries(settings):
+    settings.WORKER_RETRY_BACKOFF_S = 0.01
+    settings.WORKER_IDLE_POLL_S = 0.01
+
+
+@pytest.fixture
+def dnp_photo(test_thresholds):
+    """A photo whose face_process writes 2 files + 2 thumbnails (one DNP member in it)."""
+    group = samples.group_photo()
+    from faces.engines import resident_engine
+
+    face = sorted(resident_engine().analyze(group), key=lambda f: f.box[0])[0]
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    reference = factories.reference(user, samples.derived_portrait(group, face.box))
+    send({"job": "reference_process", "reference_id": str(reference.id)})
+    run_worker_drain()
+    return factories.photo(event, group)
+
+
+class Outage:
+    """Stops the real S3 server just before upload number `stop_at`; with `recover`, the next
+    job try finds it running again (restarted before the try reads its upload)."""
+
+    def __init__(self, seaweed, monkeypatch, *, stop_at: int, recover: bool):
+        self.seaweed, self.calls = seaweed, 0
+        real_put, real_read = files.put, photo_jobs.read_object
+
+        def put(key, data):
+            self.calls += 1
+            if self.calls == stop_at:
+                seaweed.stop()
+            return real_put(key, data)
+
+        def read_object(key):
+            if recover and seaweed._process is None:
+                seaweed.start()
+            return real_read(key)
+
+        monkeypatch.setattr(files, "put", put)
+        monkeypatch.setattr(photo_jobs, "read_object", read_object)
+
+    def end(self):
+        if self.seaweed._process is None:
+            self.seaweed.start()
+
+
+def test_an_outage_between_uploads_fails_the_try_and_the_retry_publishes(dnp_photo, seaweed, monkeypatch):
+    photo = dnp_photo
+    # Upload 1 succeeds, the server dies before upload 2; it is back for the retry's first upload.
+    outage = Outage(seaweed, monkeypatch, stop_at=2, recover=True)
+    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
+    try:
+        run_worker_drain()
+    finally:
+        outage.end()
+
+    photo.refresh_from_db()
+    assert outage.calls > 4, "a failed try, then a full retry"
+    assert photo.processed_at is not None
+    assert photo.variant_version == 1, "the failed try's version bump rolled back with it"
+    assert PhotoVariant.objects.filter(photo=photo).count() == 1
+    assert_every_row_key_exists(photo)
+    assert queue_rows() == []
+    assert msg_id not in archived()
+
+
+def test_an_outage_in_every_try_unpublishes_the_photo_and_archives_the_message(dnp_photo, seaweed, monkeypatch):
+    photo = dnp_photo
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    published = (photo.public_key, photo.public_thumb_key)
+
+    outage = Outage(seaweed, monkeypatch, stop_at=1, recover=False)
+    msg_id = send({"job": "reprocess", "photo_id": str(photo.id)})
+    try:
+        run_worker_drain()
+    finally:
+        outage.end()
+
+    photo.refresh_from_db()
+    assert archived() == {msg_id: (3, "failed")}
+    assert photo.processed_at is None, "a photo whose job failed is not left up"
+    assert (photo.public_key, photo.public_thumb_key) == published
+    assert_every_row_key_exists(photo)
+
+
+GOOD = object()
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("corrupt", b"\xff\xd8\xff\xe0" + b"\x13" * 5000, "undecodable_image"),
+        ("truncated", "truncated", "undecodable_image"),
+        ("zero-byte", b"", "undecodable_image"),
+        ("non-image", b"%PDF-1.7 this is a document, not a photo", "undecodable_image"),
+        ("20000x20000", png_header_only(20_000, 20_000), "image_too_large"),
+    ],
+)
+def test_bad_uploads_are_archived_on_the_first_try_and_the_worker_goes_on(name, data, reason, test_thresholds, caplog):
+    event = factories.event()
+    if data == "truncated":
+        whole = jpeg_bytes(samples.group_photo())
+        data = whole[: len(whole) // 2]
+    bad = factories.photo(event, data=data)
+    good = factories.photo(event, samples.tom_hanks())
+    bad_msg = send({"job": "face_process", "photo_id": str(bad.id)})
+    send({"job": "face_process", "photo_id": str(good.id)})
+
+    run_worker_drain()
+
+    assert archived() == {bad_msg: (1, reason)}
+    assert Photo.objects.get(id=bad.id).processed_at is None
+    assert Photo.objects.get(id=good.id).processed_at is not None, "the worker went on to the next job"
+    lines = [r.getMessage() for r in caplog.records if "event=job_archived" in r.getMessage()]
+    assert len(lines) == 1
+    assert f"reason={reason}" in lines[0]
+    assert f"photo_id={bad.id}" in lines[0]
+
+
+def test_a_missing_upload_object_is_archived_on_the_first_try(test_thresholds):
+    photo = factories.photo(factories.event(), samples.tom_hanks())
+    default_storage.delete(photo.upload_key)
+    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    assert archived() == {msg_id: (1, "missing_object")}
+
+
+def test_a_failed_delete_after_commit_is_swept_later(dnp_photo, monkeypatch, caplog):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    photo = dnp_photo
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    replaced = [photo.public_key, photo.public_thumb_key]
+
+    def refuse(key):
+        raise ConnectionError("storage refused the delete")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(default_storage, "delete", refuse)
+        send({"job": "reprocess", "photo_id": str(photo.id)})
+        run_worker_drain()
+
+    photo.refresh_from_db()
+    assert photo.variant_version == 2
+    assert photo.processed_at is not None, "the job committed; only the cleanup failed"
+    assert any("event=sweep_failed" in r.getMessage() for r in caplog.records)
+    assert all(default_storage.exists(key) for key in replaced), "left behind, not forgotten"
+
+    out = StringIO()
+    call_command("sweep_orphans", "--event", str(photo.event_id), stdout=out)
+    assert "deleted=4" in out.getvalue()
+    assert not any(default_storage.exists(key) for key in replaced)
+    assert_every_row_key_exists(photo)
+    assert default_storage.exists(photo.upload_key)
+    assert default_storage.exists(photo.upload_thumb_key)
