@@ -1,0 +1,211 @@
+"""face_process end to end, stage by stage, through the real worker.
+
+A 12 MP group photo (t1.jpg upscaled, light noise so the codec has texture), 6
+faces, 2 DNP members with ready references: N+1 = 3 files. Each stage is timed by
+wrapping the function that does it; "other" is the rest of the job (row writes,
+commit, queue, Python). Then photos per minute at 1 MP and 12 MP. Real embedded
+PostgreSQL, real SeaweedFS S3, the portable engine.
+
+Usage: python bench/pipeline.py [--photos 3] [--threads 1]
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODEL = ("detect", "embed")
+CODEC = ("decode", "encode")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--photos", type=int, default=3, help="photos per size for the throughput table")
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+    args = parser.parse_args()
+    os.environ["ORT_INTRA_OP_THREADS"] = str(args.threads)
+
+    from momentlens.devservices.postgres import EmbeddedPostgres
+    from momentlens.devservices.seaweedfs import SeaweedS3
+
+    with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
+        tmp = Path(tmp)
+        postgres = EmbeddedPostgres(tmp / "pgdata").ensure_ready()
+        s3 = SeaweedS3(tmp / "s3", bucket="bench", access_key="bench-key", secret_key="bench-secret").start()
+        try:
+            run(postgres.uri, s3, args)
+        finally:
+            s3.stop()
+            postgres.stop()
+
+
+def run(uri: str, s3, args) -> None:
+    os.environ["DATABASE_URL"] = uri
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
+    import django
+    from django.conf import settings
+
+    django.setup()
+    import logging
+
+    logging.disable(logging.INFO)
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": s3.storage_options()},
+    }
+    import faces.jobs  # noqa: F401  (registers the handlers)
+    from faces.engines import resident_engine
+
+    resident_engine()
+    timer = StageTimer()
+    timer.install()
+
+    twelve = scene(4000, 3000)
+    event = seed_event(twelve)
+    timer.reset()
+    total = process(event, twelve)
+    print_stages(timer.seconds, total)
+
+    print("\n## Throughput\n")
+    print("| input | photos | seconds each | photos per minute | ratio vs 12 MP |")
+    print("|---|---:|---:|---:|---:|")
+    per_photo = {}
+    for label, (width, height) in (("12 MP (4000x3000)", (4000, 3000)), ("1 MP (1155x866)", (1155, 866))):
+        image = scene(width, height)
+        started = time.perf_counter()
+        for _ in range(args.photos):
+            process(event, image)
+        per_photo[label] = (time.perf_counter() - started) / args.photos
+    base = per_photo["12 MP (4000x3000)"]
+    for label, seconds in per_photo.items():
+        print(f"| {label} | {args.photos} | {seconds:.2f} | {60 / seconds:.1f} | {base / seconds:.2f} |")
+
+
+class StageTimer:
+    """Wraps the function behind each stage and adds up its wall time."""
+
+    def __init__(self):
+        self.seconds = defaultdict(float)
+
+    def reset(self):
+        self.seconds.clear()
+
+    def install(self):
+        from django.db import connection
+
+        from faces.engines.portable import PortableEngine
+        from faces.jobs import photo_jobs
+        from faces.rendering import files
+
+        self._wrap(photo_jobs, "read_object", "fetch")
+        self._wrap(photo_jobs, "decode_upload", "decode")
+        self._wrap(PortableEngine, "detect_once", "detect")
+        self._wrap(PortableEngine, "embed", "embed")
+        self._wrap(photo_jobs, "match_and_cluster", "match")
+        self._wrap(files, "plan_files", "match")
+        self._wrap(files, "blur_ellipse", "blur")
+        self._wrap(files, "blur_rectangle", "blur")
+        self._wrap(files, "encode_jpeg", "encode")
+        self._wrap(files, "thumbnail", "encode")
+        self._wrap(files, "put", "upload")
+        self._wrap(type(connection), "commit", "commit")
+
+    def _wrap(self, owner, name, stage):
+        original = getattr(owner, name)
+        seconds = self.seconds
+
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                seconds[stage] += time.perf_counter() - started
+
+        setattr(owner, name, timed)
+
+
+def scene(width: int, height: int):
+    import cv2
+    import numpy as np
+
+    from momentlens.devservices import samples
+
+    image = cv2.resize(samples.group_photo(), (width, height), interpolation=cv2.INTER_CUBIC)
+    noise = np.random.default_rng(0).normal(0, 6, image.shape)
+    return np.clip(image + noise, 0, 255).astype(np.uint8)
+
+
+def seed_event(image):
+    """An event whose two DNP members have references made from two of the photo's faces."""
+    from faces.engines import resident_engine
+    from faces.models import Event, EventMember, SubjectReference
+
+    event = Event.objects.create(name="bench")
+    found = sorted(resident_engine().analyze(image), key=lambda face: face.box[0])
+    for face in (found[0], found[3]):
+        user = uuid.uuid4()
+        EventMember.objects.create(event=event, user_id=user, do_not_publish=True)
+        SubjectReference.objects.create(
+            user_id=user,
+            upload_key=f"users/{user}/references/bench.jpg",
+            status="ready",
+            embedding=face.embedding,
+            engine=face.engine,
+        )
+    return event
+
+
+def process(event, image) -> float:
+    """Upload as the API would, enqueue face_process, run the worker until the queue is empty."""
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+    from django.db import connection
+
+    from faces.models import Photo
+    from faces.rendering.codec import encode_jpeg
+    from jobqueue import queries
+    from jobqueue.worker import Worker, WorkerConfig
+
+    photo_id = uuid.uuid4()
+    key = f"events/{event.id}/uploads/{photo_id}.jpg"
+    default_storage.save(key, ContentFile(encode_jpeg(image)))
+    Photo.objects.create(
+        id=photo_id,
+        event=event,
+        uploader_id=uuid.uuid4(),
+        upload_key=key,
+        upload_thumb_key=key.replace(".jpg", "_thumb.jpg"),
+    )
+    with connection.cursor() as cursor:
+        queries.send(cursor, f'{{"job": "face_process", "photo_id": "{photo_id}"}}')
+    config = WorkerConfig(visibility_timeout_s=600, retry_backoff_s=1, lock_retry_s=1, idle_poll_s=1, db_recovery_s=30)
+    started = time.perf_counter()
+    Worker(config, drain=True).run()
+    elapsed = time.perf_counter() - started
+    assert Photo.objects.get(id=photo_id).processed_at is not None, "the bench photo was not published"
+    return elapsed
+
+
+def print_stages(seconds: dict, total: float) -> None:
+    stages = ["fetch", "decode", "detect", "embed", "match", "blur", "encode", "upload", "commit"]
+    other = total - sum(seconds[stage] for stage in stages)
+    print("\n## face_process, 12 MP, 6 faces, 2 DNP members (3 files + 3 thumbnails)\n")
+    print("| stage | ms | share |")
+    print("|---|---:|---:|")
+    for stage in stages:
+        print(f"| {stage} | {seconds[stage] * 1000:.0f} | {seconds[stage] / total:.1%} |")
+    print(f"| other: queue read/delete, row writes, Python | {other * 1000:.0f} | {other / total:.1%} |")
+    print(f"| **total** | {total * 1000:.0f} | 100% |")
+    outside = total - sum(seconds[stage] for stage in MODEL + CODEC)
+    print(f"\nNon-model, non-codec share (everything but detect, embed, decode, encode): {outside / total:.1%}")
+
+
+if __name__ == "__main__":
+    main()
