@@ -23,11 +23,7 @@ class Candidates:
 
     @classmethod
     def for_event(cls, event_id, engine: str) -> "Candidates":
-        members = dict(
-            EventMember.objects.filter(event_id=event_id, status=EventMember.Status.ACTIVE).values_list(
-                "user_id", "do_not_publish"
-            )
-        )
+        members = dict(EventMember.objects.active().filter(event_id=event_id).values_list("user_id", "do_not_publish"))
         references = list(
             SubjectReference.objects.filter(
                 user_id__in=list(members), status=SubjectReference.Status.READY, engine=engine

@@ -25,6 +25,18 @@ class Event(models.Model):
     def __str__(self):
         return f"{self.name} ({self.id})"
 
+    def dnp_members(self):
+        return self.members.dnp()
+
+
+class EventMemberQuerySet(models.QuerySet):
+    def active(self):
+        return self.filter(status=EventMember.Status.ACTIVE)
+
+    def dnp(self):
+        """Active members who chose Do Not Publish: the people every public file must blur."""
+        return self.active().filter(do_not_publish=True)
+
 
 class EventMember(models.Model):
     class Status(models.TextChoices):
@@ -38,6 +50,8 @@ class EventMember(models.Model):
     status = models.TextField(choices=Status, default=Status.ACTIVE)
     do_not_publish = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = EventMemberQuerySet.as_manager()
 
     class Meta:
         managed = False
@@ -74,6 +88,14 @@ class SubjectReference(models.Model):
         return f"reference {self.id} of user {self.user_id} [{self.status}]"
 
 
+class PhotoQuerySet(models.QuerySet):
+    def published(self):
+        return self.filter(processed_at__isnull=False)
+
+    def unpublished(self):
+        return self.filter(processed_at__isnull=True)
+
+
 class Photo(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4)
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="photos")
@@ -90,6 +112,8 @@ class Photo(models.Model):
     processed_at = models.DateTimeField(null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    objects = PhotoQuerySet.as_manager()
+
     class Meta:
         managed = False
         db_table = "photos"
@@ -97,6 +121,19 @@ class Photo(models.Model):
     def __str__(self):
         state = "published" if self.processed_at else "unpublished"
         return f"photo {self.id} v{self.variant_version} [{state}]"
+
+    @property
+    def state(self) -> str:
+        """published; detected (faces stored, not published: failed or in flight); waiting."""
+        if self.processed_at:
+            return "published"
+        return "detected" if self.faces_detected_at else "waiting"
+
+    def current_files(self) -> list[tuple[str, str | None, str | None]]:
+        """(who sees it, key, thumbnail key): the public file, then each DNP member's own."""
+        files = [("public", self.public_key, self.public_thumb_key)]
+        files += [(f"user {v.user_id}", v.key, v.thumb_key) for v in self.variants.order_by("user_id")]
+        return files
 
 
 class PhotoVariant(models.Model):

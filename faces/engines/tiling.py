@@ -1,11 +1,13 @@
-"""Find small faces in big photos: a whole-image pass plus overlapping tiles.
+"""Find small faces in big photos: a whole-image pass plus overlapping, enlarged tiles.
 
 A wedding group shot is 12-24 MP and faces can be 20-40 px wide. One pass at a
-working resolution (long side 1280) finds the large faces; tiles of the image,
-downscaled no further than the tile pass allows, find the small ones. Tiles
-overlap by more than the largest face the tile pass is responsible for, so a
-face cut by a tile edge is whole in a neighbour; detections touching an inner
-tile edge are dropped, then everything goes through one cross-tile NMS.
+working resolution (long side 1280) finds the large faces. The tile pass finds the
+small ones: the photo (scaled down to at most `tile_max_pixels` first, which bounds
+the cost) is cut into overlapping tiles, and each tile is enlarged `tile_upscale`
+times before the detector sees it, because the detectors find faces from about 40
+px up. Tiles overlap by more than the largest face the tile pass is responsible
+for, so a face cut by a tile edge is whole in a neighbour; detections touching an
+inner tile edge are dropped, then everything goes through one cross-pass NMS.
 docs/ARCHITECTURE.md §6 has the recall/cost table (bench/face_recall.py).
 """
 
@@ -19,10 +21,14 @@ import numpy as np
 @dataclass(frozen=True)
 class TilingPlan:
     work_long_side: int = 1280
+    # Size and overlap of a tile as the detector sees it, after enlargement.
     tile_size: int = 1024
-    tile_overlap: int = 160
-    # The tile pass never runs on more pixels than this: a 24 MP photo is
-    # scaled to it first, which bounds the cost at about 12 tiles.
+    # More than the largest face the tile pass must find whole (the whole-image
+    # pass finds faces above ~130 px of a 4000 px photo: 260 px once enlarged).
+    tile_overlap: int = 320
+    tile_upscale: float = 2.0
+    # The tile pass never runs on more of the photo than this: a 24 MP photo is
+    # scaled to it first, so a photo costs at most about 100 detector tiles.
     tile_max_pixels: int = 12_000_000
     nms_iou: float = 0.4
     # A lower-scoring box mostly inside a higher-scoring one is the same face.
@@ -35,22 +41,29 @@ def detect_tiled(detect_once: Callable, image: np.ndarray, plan: TilingPlan) -> 
     work_scale = min(1.0, plan.work_long_side / max(height, width))
     found = [d.shifted(0, 0, work_scale) for d in detect_once(_resize(image, work_scale))]
     tile_scale = min(1.0, (plan.tile_max_pixels / (height * width)) ** 0.5)
-    if plan.enabled and work_scale < 1.0 and max(height, width) * tile_scale > plan.work_long_side:
+    if plan.enabled and work_scale < 1.0:
         found += _tile_pass(detect_once, _resize(image, tile_scale), tile_scale, plan)
     return suppress(found, plan)
 
 
 def _tile_pass(detect_once: Callable, scaled: np.ndarray, scale: float, plan: TilingPlan) -> list:
+    """Tiles of `scaled` (the photo times `scale`), each enlarged by plan.tile_upscale."""
     height, width = scaled.shape[:2]
+    size = round(plan.tile_size / plan.tile_upscale)
+    overlap = round(plan.tile_overlap / plan.tile_upscale)
     found = []
-    for y in _starts(height, plan.tile_size, plan.tile_overlap):
-        for x in _starts(width, plan.tile_size, plan.tile_overlap):
-            tile = scaled[y : y + plan.tile_size, x : x + plan.tile_size]
+    for y in _starts(height, size, overlap):
+        for x in _starts(width, size, overlap):
+            tile = scaled[y : y + size, x : x + size]
             tile_h, tile_w = tile.shape[:2]
+            enlarged = cv2.resize(
+                tile, None, fx=plan.tile_upscale, fy=plan.tile_upscale, interpolation=cv2.INTER_LINEAR
+            )
             inner = (x > 0, y > 0, x + tile_w < width, y + tile_h < height)
-            for detection in detect_once(tile):
-                if not _touches_inner_edge(detection.box, tile_w, tile_h, inner):
-                    found.append(detection.shifted(x / scale, y / scale, scale))
+            total = scale * plan.tile_upscale
+            for detection in detect_once(enlarged):
+                if not _touches_inner_edge(detection.box / plan.tile_upscale, tile_w, tile_h, inner):
+                    found.append(detection.shifted(x / scale, y / scale, total))
     return found
 
 

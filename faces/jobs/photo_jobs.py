@@ -59,7 +59,7 @@ def reprocess(payload: dict) -> dict:
 def reprocess_event(payload: dict) -> dict:
     if not Event.objects.filter(id=payload["event_id"]).exists():
         raise RowGone(f"event {payload['event_id']} does not exist")
-    published = Photo.objects.filter(event_id=payload["event_id"], processed_at__isnull=False)
+    published = Photo.objects.published().filter(event_id=payload["event_id"])
     photo_ids = list(published.order_by("created_at").values_list("id", flat=True))
     for photo_id in photo_ids:
         enqueue({"job": "reprocess", "photo_id": str(photo_id)})

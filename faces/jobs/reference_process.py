@@ -41,11 +41,7 @@ def record_reference(reference: SubjectReference, found: list, *, width: int, he
 
 def reprocess_member_events(reference: SubjectReference) -> list:
     """A new ready reference can change every photo of every event the user is active in."""
-    events = list(
-        EventMember.objects.filter(user_id=reference.user_id, status=EventMember.Status.ACTIVE).values_list(
-            "event_id", flat=True
-        )
-    )
+    events = list(EventMember.objects.active().filter(user_id=reference.user_id).values_list("event_id", flat=True))
     for event_id in events:
         enqueue({"job": "reprocess_event", "event_id": str(event_id)})
     return events
