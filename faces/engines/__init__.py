@@ -14,6 +14,13 @@ _resident: FaceEngine | None = None
 loads = 0
 
 
+def engine_name(setting: str) -> str:
+    """The name an engine stores on its rows (and keys its thresholds by), for a FACE_ENGINE value."""
+    from faces.engines import insightface, portable
+
+    return {"portable": portable.NAME, "insightface": insightface.NAME}.get(setting, setting)
+
+
 def build_engine(name: str) -> FaceEngine:
     if name == "portable":
         from faces.engines.portable import PortableEngine

@@ -1,0 +1,40 @@
+"""`python manage.py photo_report PHOTO_ID`: one photo's faces, matches, clusters, files and keys. Read-only."""
+
+from django.core.files.storage import default_storage
+from django.core.management.base import BaseCommand, CommandError
+
+from faces.models import Photo
+
+
+class Command(BaseCommand):
+    help = "Print a photo's state, faces (box, score, match, similarity, cluster) and files (key, in storage?)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("photo_id")
+
+    def handle(self, *args, photo_id, **options):
+        photo = Photo.objects.select_related("event").filter(id=photo_id).first()
+        if photo is None:
+            raise CommandError(f"no photo {photo_id}")
+        write = self.stdout.write
+        write(
+            f"photo {photo.id} event={photo.event_id} ({photo.event.name}) state={photo.state} "
+            f"version=v{photo.variant_version} size={photo.width}x{photo.height} "
+            f"faces_detected_at={photo.faces_detected_at or '-'} processed_at={photo.processed_at or '-'}"
+        )
+        write(f"upload {photo.upload_key} exists={default_storage.exists(photo.upload_key)}")
+        write(f"blur_regions {photo.blur_regions}")
+        faces = list(photo.faces.order_by("box_x"))
+        write(f"faces {len(faces)}")
+        for face in faces:
+            similarity = "-" if face.similarity is None else f"{face.similarity:.3f}"
+            write(
+                f"  face {face.id} box=({face.box_x:.3f},{face.box_y:.3f},{face.box_w:.3f},{face.box_h:.3f}) "
+                f"score={face.det_score:.2f} engine={face.engine} matched={face.matched_user_id or '-'} "
+                f"similarity={similarity} cluster={face.unknown_cluster_id or '-'}"
+            )
+        write("files")
+        for viewer, key, thumb_key in photo.current_files():
+            for kind, value in (("file", key), ("thumb", thumb_key)):
+                exists = default_storage.exists(value) if value else False
+                write(f"  {viewer} {kind} {value or '-'} exists={exists}")
