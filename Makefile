@@ -5,14 +5,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint install clean
+.PHONY: test lint install tools clean demo
 
-test: $(STAMP)
+test: $(STAMP) tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/pytest
 
 install: $(STAMP)
+
+# Tools the tests use beyond Python packages: nginx, for `nginx -t` on the deploy snippet.
+tools:
+	scripts/fetch-nginx
 
 # --no-deps: both files pin every transitive dependency, and it keeps packages
 # that ask for opencv-python from installing it beside opencv-python-headless.
@@ -27,3 +31,8 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV)
+
+# `make demo`: the main job on the embedded defaults (PostgreSQL under var/postgres,
+# files under var/media, the portable engine); the report lands in var/demo/.
+demo: $(STAMP)
+	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/python manage.py demo
