@@ -52,6 +52,7 @@ pid {tmp_path}/nginx.pid;
 error_log {tmp_path}/logs/error.log;
 events {{}}
 http {{
+    access_log {tmp_path}/logs/access.log;
     client_body_temp_path {temp}/body;
     proxy_temp_path {temp}/proxy;
     fastcgi_temp_path {temp}/fastcgi;

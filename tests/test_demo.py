@@ -1,0 +1,90 @@
+"""`manage.py demo` end to end: seed, worker, report, on the session's embedded PostgreSQL and a tmp folder."""
+
+import re
+from io import StringIO
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from faces.models import Event, Photo, PhotoVariant
+from tests.publishing_helpers import difference, face_core, read_image
+
+
+@pytest.fixture
+def demo_media(settings, tmp_path):
+    media = tmp_path / "media"
+    settings.MEDIA_ROOT = media
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": media, "allow_overwrite": True},
+        },
+    }
+    return media
+
+
+def run_demo(out_dir) -> str:
+    out = StringIO()
+    call_command("demo", "--out", str(out_dir), stdout=out)
+    return out.getvalue()
+
+
+@pytest.mark.usefixtures("live_db")
+def test_demo_blurs_the_dnp_face_writes_the_report_and_starts_clean_each_run(demo_media, tmp_path):
+    out_dir = tmp_path / "demo"
+    run_demo(out_dir)
+    first_event = Event.objects.get().id
+    printed = run_demo(out_dir)  # a second run starts clean: one event, its objects only
+
+    event = Event.objects.get()
+    assert event.id != first_event
+    assert sorted(p.name for p in (demo_media / "events").iterdir()) == [str(event.id)]
+    assert len(list((demo_media / "users").iterdir())) == 1
+
+    report, sheet = out_dir / "report.html", out_dir / "contact_sheet.png"
+    assert report.stat().st_size > 5_000
+    assert sheet.stat().st_size > 200_000
+    assert sheet.read_bytes().startswith(b"\x89PNG")
+    html = report.read_text()
+    assert "contact_sheet.png" in html
+    assert "/v1/public.jpg" in html
+
+    group = Photo.objects.get(event=event, blur_regions__len=1)
+    second = Photo.objects.exclude(id=group.id).get(event=event)
+    variant = PhotoVariant.objects.get(photo=group)
+    dnp_face = group.faces.get(matched_user_id=variant.user_id)
+    upload, public, own = read_image(group.upload_key), read_image(group.public_key), read_image(variant.key)
+    assert difference(face_core(public, dnp_face), face_core(upload, dnp_face)) > 15
+    assert difference(face_core(own, dnp_face), face_core(upload, dnp_face)) < 4
+    for face in group.faces.exclude(id=dnp_face.id):
+        assert difference(face_core(public, face), face_core(upload, face)) < 4
+    # The portrait: nobody to blur, no region: no file of its own, the public keys are the upload keys.
+    assert second.faces.count() == 1
+    assert second.public_key == second.upload_key
+    assert not second.variants.exists()
+
+    assert re.search(r"^photos\s+2$", printed, re.M)
+    assert re.search(r"^DNP members\s+1$", printed, re.M)
+    assert re.search(r"^files written\s+2 \(\+2 thumbnails\)$", printed, re.M)
+    assert re.search(r"^archived jobs\s+0$", printed, re.M)
+    assert re.search(r"^t1\.jpg \(group\)\s+6\s+1\s+1\s+2\s+public \+ own:", printed, re.M)
+    assert re.search(r"^Tom_Hanks\S* \(portrait\)\s+1\s+0\s+0\s+0\s+none", printed, re.M)
+
+
+def test_demo_refuses_a_database_given_by_database_url(settings, monkeypatch):
+    monkeypatch.setitem(settings.DATABASES["default"], "EMBEDDED_PGDATA", None)
+    with pytest.raises(CommandError, match="DATABASE_URL"):
+        call_command("demo", stdout=StringIO())
+
+
+def test_demo_refuses_object_storage(settings):
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {"bucket_name": "not-the-demos", "endpoint_url": "http://127.0.0.1:9"},
+        },
+    }
+    with pytest.raises(CommandError, match="R2_ENDPOINT_URL"):
+        call_command("demo", stdout=StringIO())
