@@ -5,7 +5,8 @@ import numpy as np
 from django.core.files.storage import default_storage
 from django.core.management import call_command
 
-from faces.models import Face, Photo
+from faces.models import Photo
+from momentlens.devservices.pixels import difference
 
 
 def run_worker_drain() -> None:
@@ -25,31 +26,6 @@ def read_bytes(key: str) -> bytes:
         return handle.read()
 
 
-def face_core(image: np.ndarray, face: Face) -> np.ndarray:
-    """The middle of the face box: eyes, nose, mouth."""
-    height, width = image.shape[:2]
-    x1 = int((face.box_x + face.box_w * 0.2) * width)
-    x2 = int((face.box_x + face.box_w * 0.8) * width)
-    y1 = int((face.box_y + face.box_h * 0.2) * height)
-    y2 = int((face.box_y + face.box_h * 0.8) * height)
-    return image[y1:y2, x1:x2].astype(np.float32)
-
-
-def difference(a: np.ndarray, b: np.ndarray) -> float:
-    """Mean absolute pixel difference."""
-    return float(np.abs(a.astype(np.float32) - b.astype(np.float32)).mean())
-
-
-def structure_lost(original: np.ndarray, blurred: np.ndarray) -> float:
-    """How much of the original's high-frequency detail is gone (1.0 = all of it)."""
-
-    def detail(img):
-        gray = cv2.cvtColor(img.astype(np.uint8), cv2.COLOR_BGR2GRAY).astype(np.float32)
-        return float(np.abs(cv2.Laplacian(gray, cv2.CV_32F)).mean())
-
-    return 1.0 - detail(blurred) / max(detail(original), 1e-6)
-
-
 def assert_every_row_key_exists(photo: Photo) -> None:
     keys = [photo.public_key, photo.public_thumb_key]
     keys += [k for variant in photo.variants.all() for k in (variant.key, variant.thumb_key)]
@@ -67,19 +43,6 @@ def thumbnail_matches(file_key: str, thumb_key: str) -> None:
     quarter = (thumb.shape[1] // 4, thumb.shape[0] // 4)
     shrink = lambda image: cv2.resize(image, quarter, interpolation=cv2.INTER_AREA)  # noqa: E731
     assert difference(shrink(downscaled), shrink(thumb)) < 2.0
-
-
-def png_header_only(width: int, height: int) -> bytes:
-    """A PNG whose header promises width x height pixels: what a decompression bomb looks like up front."""
-    import struct
-    import zlib
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
-
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    rows = zlib.compress(b"\x00" * (1 + 3 * min(width, 64)) * 4)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
 
 
 def jpeg_bytes(image: np.ndarray) -> bytes:

@@ -7,7 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from faces.models import Event, Photo, PhotoVariant
-from tests.publishing_helpers import difference, face_core, read_image
+from momentlens.devservices.pixels import difference, face_core
+from tests.publishing_helpers import read_image
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ from django.core.files.storage import default_storage
 from faces.engines import resident_engine
 from faces.models import EventMember, Photo, PhotoVariant
 from momentlens.devservices import samples
+from momentlens.devservices.pixels import difference, face_core
 from tests import factories
 from tests.publishing_helpers import (
     assert_every_row_key_exists,
-    difference,
-    face_core,
     read_bytes,
     read_image,
     run_worker_drain,

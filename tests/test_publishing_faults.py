@@ -11,7 +11,6 @@ from tests import factories
 from tests.publishing_helpers import (
     assert_every_row_key_exists,
     jpeg_bytes,
-    png_header_only,
     run_worker_drain,
 )
 from tests.queue_helpers import archived, queue_rows, send
@@ -118,7 +117,7 @@ GOOD = object()
         ("truncated", "truncated", "undecodable_image"),
         ("zero-byte", b"", "undecodable_image"),
         ("non-image", b"%PDF-1.7 this is a document, not a photo", "undecodable_image"),
-        ("20000x20000", png_header_only(20_000, 20_000), "image_too_large"),
+        ("20000x20000", samples.png_promising(20_000, 20_000), "image_too_large"),
     ],
 )
 def test_bad_uploads_are_archived_on_the_first_try_and_the_worker_goes_on(name, data, reason, test_thresholds, caplog):

@@ -8,8 +8,9 @@ from django.core.management import call_command
 from faces.engines import resident_engine
 from faces.models import Photo, PhotoVariant
 from momentlens.devservices import samples
+from momentlens.devservices.samples import png_promising
 from tests import factories
-from tests.publishing_helpers import png_header_only, run_worker_drain
+from tests.publishing_helpers import run_worker_drain
 from tests.queue_helpers import send
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
@@ -28,7 +29,7 @@ def published_event(settings):
     send({"job": "reference_process", "reference_id": str(reference.id)})
     run_worker_drain()
     photo = factories.photo(event, group, blur_regions=[{"x": 0.02, "y": 0.75, "w": 0.2, "h": 0.2}])
-    broken = factories.photo(event, data=png_header_only(20_000, 20_000))
+    broken = factories.photo(event, data=png_promising(20_000, 20_000))
     send({"job": "face_process", "photo_id": str(photo.id)})
     send({"job": "face_process", "photo_id": str(broken.id)})
     run_worker_drain()

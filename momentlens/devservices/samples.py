@@ -115,3 +115,39 @@ def write_identity_set(out_dir: Path, per_person: int = 6, seed: int = 7) -> Pat
         for number, variant in enumerate(variants(image, per_person, seed + index)):
             (folder / f"{number:02d}.jpg").write_bytes(encode_jpeg(variant))
     return Path(out_dir)
+
+
+def png_promising(width: int, height: int) -> bytes:
+    """A PNG whose header promises width x height pixels: a decompression bomb as the worker first sees it."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    rows = chunk(b"IDAT", zlib.compress(b"\0" * 4096))
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + rows + chunk(b"IEND", b"")
+
+
+def jpeg_promising(image: np.ndarray, width: int, height: int) -> bytes:
+    """A real JPEG whose frame header is rewritten to claim width x height."""
+    import struct
+
+    data = bytearray(encode_jpeg(image))
+    marker = data.find(b"\xff\xc0")
+    data[marker + 5 : marker + 9] = struct.pack(">HH", height, width)
+    return bytes(data)
+
+
+def png_with_orientation(image: np.ndarray, orientation: int) -> bytes:
+    """A PNG carrying an EXIF orientation tag, which the worker must ignore."""
+    import io
+
+    from PIL import Image
+
+    exif = Image.Exif()
+    exif[0x0112] = orientation
+    buffer = io.BytesIO()
+    Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).save(buffer, format="PNG", exif=exif.tobytes())
+    return buffer.getvalue()

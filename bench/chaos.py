@@ -1,0 +1,51 @@
+"""Proof under faults: drain a hostile queue while crashing, cutting and restarting everything.
+
+Seeds several events (DNP members with references, blur regions, ordinary members)
+and a few hundred jobs of every kind, hostile ones included: malformed messages,
+unknown jobs, missing rows, missing upload objects, corrupt / truncated / zero-byte
+images, a decompression bomb, huge dimensions, a PNG with an EXIF orientation tag,
+and messages re-sent from the archive. While real `run_worker` processes drain them,
+faults are injected at seeded random moments: SIGKILL of the worker (then a
+restart), `pg_terminate_backend` on its connection, a PostgreSQL restart, an S3
+outage window (SeaweedFS stopped, then started) and a second worker alongside.
+Then the invariants are checked and a table is printed (goal: 0 violations).
+
+Usage: python bench/chaos.py --seed N [--photos-per-event 12] [--events 4] [--faults 14]
+The reduced form runs in the test suite (tests/test_chaos.py).
+"""
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.chaos_harness import Chaos, ChaosConfig  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--events", type=int, default=4)
+    parser.add_argument("--photos-per-event", type=int, default=12)
+    parser.add_argument("--faults", type=int, default=14)
+    parser.add_argument("--fault-gap", type=float, nargs=2, default=(2.0, 6.0), help="seconds between faults")
+    parser.add_argument("--keep", type=Path, help="keep the run's folder (logs, data) here")
+    args = parser.parse_args()
+    config = ChaosConfig(seed=args.seed, events=args.events, photos_per_event=args.photos_per_event, faults=args.faults)
+    started = time.monotonic()
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        report = Chaos(config, args.keep).run()
+    else:
+        with tempfile.TemporaryDirectory(prefix="chaos-") as folder:
+            report = Chaos(config, Path(folder)).run()
+    print(report.table(seconds=time.monotonic() - started))
+    return 0 if report.violations == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""A DNP member of one event never affects another event: no match, no blur, no cluster, no job.
+
+The same group photo is uploaded to event A (one DNP member whose reference is one of
+its faces) and to event B, and both go through the real jobs and the real loop.
+"""
+
+import json
+import os
+
+import pytest
+from django.db import connection
+from django.db.models import Sum
+
+import faces.jobs  # noqa: F401  (registers the real handlers for the in-process loop)
+from faces.engines import resident_engine
+from faces.matching import faces_to_blur
+from faces.models import Face, Photo, PhotoVariant, SubjectReference, UnknownCluster
+from jobqueue.worker import Worker, WorkerConfig
+from momentlens.devservices import samples
+from tests import factories
+from tests.publishing_helpers import run_worker_drain
+from tests.queue_helpers import archived, queue_rows, send
+
+pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "fast_retries")
+
+FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5)
+
+
+@pytest.fixture
+def fast_retries(settings):
+    settings.WORKER_RETRY_BACKOFF_S = 0.01
+    settings.WORKER_IDLE_POLL_S = 0.01
+
+
+@pytest.fixture(scope="module")
+def group():
+    return samples.group_photo()
+
+
+@pytest.fixture(scope="module")
+def group_faces(group):
+    return sorted(resident_engine().analyze(group), key=lambda face: face.box[0])
+
+
+def ready_dnp_reference(event, group, face, **member) -> tuple:
+    """A DNP member of `event` whose reference, made from one t1 face, the real job makes ready."""
+    user = factories.member(event, dnp=True, **member)
+    reference = factories.reference(user, samples.derived_portrait(group, face.box))
+    send({"job": "reference_process", "reference_id": str(reference.id)})
+    return user, reference
+
+
+def faces_by_x(photo: Photo) -> list[Face]:
+    return sorted(photo.faces.select_related("unknown_cluster"), key=lambda face: face.box_x)
+
+
+def derived_files(media_storage, event) -> list[str]:
+    """Every object under the event's derived prefix events/{event}/photos/."""
+    root = media_storage.path(f"events/{event.id}/photos")
+    return [os.path.join(folder, name) for folder, _, names in os.walk(root) for name in names]
+
+
+def clustered_faces(event) -> int:
+    return UnknownCluster.objects.filter(event=event).aggregate(total=Sum("face_count"))["total"] or 0
+
+
+def queued() -> list[dict]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT message FROM pgmq.q_jobs ORDER BY msg_id")
+        return [json.loads(row[0]) for row in cursor.fetchall()]
+
+
+def assert_published_as_uploaded(photo: Photo, media_storage) -> None:
+    photo.refresh_from_db()
+    assert photo.processed_at is not None
+    assert photo.public_key == photo.upload_key
+    assert photo.public_thumb_key == photo.upload_thumb_key
+    assert not PhotoVariant.objects.filter(photo=photo).exists()
+    assert derived_files(media_storage, photo.event) == []
+
+
+def test_a_dnp_member_of_event_a_never_touches_event_b(group, group_faces, test_thresholds, media_storage):
+    event_a, event_b = factories.event("A"), factories.event("B")
+    user, reference = ready_dnp_reference(event_a, group, group_faces[0])
+    run_worker_drain()
+    reference.refresh_from_db()
+    assert reference.status == SubjectReference.Status.READY
+
+    photo_a, photo_b = factories.photo(event_a, group), factories.photo(event_b, group)
+    send({"job": "face_process", "photo_id": str(photo_a.id)})
+    run_worker_drain()
+    clusters_of_a = dict(UnknownCluster.objects.filter(event=event_a).values_list("id", "face_count"))
+    send({"job": "face_process", "photo_id": str(photo_b.id)})
+    run_worker_drain()
+    assert queue_rows() == []
+    assert archived() == {}
+
+    # A: the member's face is matched and blurred (so the setup really has a DNP face to leak).
+    faces_a = faces_by_x(photo_a)
+    assert len(faces_a) == 6
+    assert faces_a[0].matched_user_id == user
+    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[0].id]
+    photo_a.refresh_from_db()
+    assert photo_a.public_key != photo_a.upload_key
+
+    # B: the same photo, and nothing of A's member reaches it.
+    faces_b = faces_by_x(photo_b)
+    assert len(faces_b) == 6
+    assert all(face.event_id == event_b.id for face in faces_b)
+    assert all(face.matched_user_id is None for face in faces_b)
+    assert all(face.similarity is None for face in faces_b), "B has no candidate: nothing was compared"
+    assert faces_to_blur(photo_b) == []
+    assert faces_to_blur(photo_b, viewer=user) == []
+    assert_published_as_uploaded(photo_b, media_storage)
+
+    # Clusters: B's faces only in B's clusters; A's clusters exactly as A left them.
+    assert all(face.unknown_cluster is not None for face in faces_b)
+    assert all(face.unknown_cluster.event_id == event_b.id for face in faces_b)
+    assert dict(UnknownCluster.objects.filter(event=event_a).values_list("id", "face_count")) == clusters_of_a
+    assert clustered_faces(event_a) == 5, "A's five faces that match nobody"
+    assert clustered_faces(event_b) == 6
+    assert not Face.objects.filter(event=event_b, unknown_cluster__event=event_a).exists()
+    assert not Face.objects.filter(event=event_a, unknown_cluster__event=event_b).exists()
+    for event in (event_a, event_b):
+        assert clustered_faces(event) == Face.objects.filter(event=event, unknown_cluster__isnull=False).count()
+
+
+def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blurred_in_b(
+    group, group_faces, test_thresholds, media_storage
+):
+    event_a, event_b = factories.event("A"), factories.event("B")
+    user, reference = ready_dnp_reference(event_a, group, group_faces[0])
+    factories.member(event_b, user_id=user)  # active, not DNP
+    run_worker_drain()
+    reference.refresh_from_db()
+    assert reference.status == SubjectReference.Status.READY
+
+    photo_a, photo_b = factories.photo(event_a, group), factories.photo(event_b, group)
+    send({"job": "face_process", "photo_id": str(photo_a.id)})
+    send({"job": "face_process", "photo_id": str(photo_b.id)})
+    run_worker_drain()
+    assert archived() == {}
+
+    faces_b = faces_by_x(photo_b)
+    assert faces_b[0].matched_user_id == user, "B knows the user: their face is matched"
+    assert faces_b[0].similarity >= test_thresholds.match
+    assert faces_b[0].unknown_cluster_id is None, "a matched face is in no Unknown cluster"
+    assert all(face.matched_user_id is None for face in faces_b[1:])
+    assert faces_to_blur(photo_b) == []
+    assert faces_to_blur(photo_b, viewer=user) == []
+    assert_published_as_uploaded(photo_b, media_storage)
+
+    # In A the same user, DNP there, is blurred in the public file and has an own file.
+    faces_a = faces_by_x(photo_a)
+    assert faces_a[0].matched_user_id == user
+    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[0].id]
+    assert PhotoVariant.objects.filter(photo=photo_a, user_id=user).exists()
+
+
+def test_jobs_for_event_a_never_enqueue_or_change_event_b(group, group_faces, test_thresholds, media_storage):
+    event_a, event_b = factories.event("A"), factories.event("B")
+    user, reference = ready_dnp_reference(event_a, group, group_faces[0])
+    # The reference job: one reprocess_event, for the one event the user is active in.
+    Worker(FAST, once=True).run()
+    assert queued() == [{"job": "reprocess_event", "event_id": str(event_a.id)}]
+    run_worker_drain()
+
+    photo_a, photo_b = factories.photo(event_a, group), factories.photo(event_b, group)
+    send({"job": "face_process", "photo_id": str(photo_a.id)})
+    send({"job": "face_process", "photo_id": str(photo_b.id)})
+    run_worker_drain()
+    photo_b.refresh_from_db()
+    before_b = (photo_b.variant_version, photo_b.public_key, photo_b.processed_at)
+    faces_before_b = list(Face.objects.filter(photo=photo_b).order_by("id").values_list("id", "unknown_cluster_id"))
+
+    send({"job": "reprocess_event", "event_id": str(event_a.id)})
+    Worker(FAST, once=True).run()
+    assert queued() == [{"job": "reprocess", "photo_id": str(photo_a.id)}], "A's published photo only"
+    run_worker_drain()
+    assert queue_rows() == []
+    assert archived() == {}
+
+    photo_a.refresh_from_db()
+    photo_b.refresh_from_db()
+    assert photo_a.variant_version == 2, "A was reprocessed"
+    assert (photo_b.variant_version, photo_b.public_key, photo_b.processed_at) == before_b
+    assert list(Face.objects.filter(photo=photo_b).order_by("id").values_list("id", "unknown_cluster_id")) == (
+        faces_before_b
+    )
