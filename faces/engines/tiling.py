@@ -62,7 +62,7 @@ def _tile_pass(detect_once: Callable, scaled: np.ndarray, scale: float, plan: Ti
             inner = (x > 0, y > 0, x + tile_w < width, y + tile_h < height)
             total = scale * plan.tile_upscale
             for detection in detect_once(enlarged):
-                if not _touches_inner_edge(detection.box / plan.tile_upscale, tile_w, tile_h, inner):
+                if _belongs_to_tile_pass(detection.box / plan.tile_upscale, tile_w, tile_h, inner, overlap):
                     found.append(detection.shifted(x / scale, y / scale, total))
     return found
 
@@ -73,6 +73,12 @@ def _starts(length: int, size: int, overlap: int) -> list[int]:
     step = size - overlap
     starts = list(range(0, length - size, step))
     return [*starts, length - size]
+
+
+def _belongs_to_tile_pass(box: np.ndarray, tile_w: int, tile_h: int, inner: tuple, overlap: int) -> bool:
+    """Whole inside the tile, and small: a face wider than the overlap is the whole-image pass's to find,
+    and the tile pass, seeing a tile enlarged, mistakes large textures for faces."""
+    return not _touches_inner_edge(box, tile_w, tile_h, inner) and box[2] - box[0] <= overlap
 
 
 def _touches_inner_edge(box: np.ndarray, tile_w: int, tile_h: int, inner: tuple, margin: float = 2.0) -> bool:
