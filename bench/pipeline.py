@@ -60,7 +60,7 @@ def run(uri: str, s3, args) -> None:
         **settings.STORAGES,
         "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": s3.storage_options()},
     }
-    import faces.jobs  # noqa: F401  (registers the handlers)
+    import faces.jobs  # registers the handlers
     from faces.engines import resident_engine
 
     resident_engine()
