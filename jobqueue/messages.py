@@ -25,14 +25,16 @@ class Job:
         return uuid.UUID(self.payload[self.type.id_field])
 
 
-def decode(body: str) -> dict:
+def decode(body: str | None) -> dict:
     """The message's JSON object, or BadMessage."""
+    if not isinstance(body, str):
+        raise BadMessage("the message is empty (SQL NULL)")
     if len(body) > MAX_MESSAGE_CHARS:
         raise BadMessage(f"message is {len(body)} characters, limit {MAX_MESSAGE_CHARS}")
     try:
         payload = json.loads(body)
-    except ValueError as error:
-        raise BadMessage(f"not JSON: {error}") from None
+    except (ValueError, RecursionError) as error:  # RecursionError: nesting deeper than the parser allows
+        raise BadMessage(f"not JSON: {type(error).__name__}: {str(error)[:200]}") from None
     if not isinstance(payload, dict):
         raise BadMessage(f"not a JSON object but {type(payload).__name__}")
     return payload

@@ -19,6 +19,7 @@ from jobqueue import messages, queries, reporting
 from jobqueue.errors import PermanentJobError, RowGone
 from jobqueue.health import WorkerState
 from jobqueue.logfmt import kv
+from momentlens.redaction import redact
 
 log = logging.getLogger("jobqueue.worker")
 
@@ -148,14 +149,17 @@ class Worker:
         started = time.monotonic()
         fields = {"msg_id": message.msg_id, "try": message.read_ct}
         try:
-            payload = messages.decode(message.body)
+            payload, unreadable = messages.decode(message.body), None
         except PermanentJobError as error:
-            self._archive(message, None, error.reason, str(error), fields, final=message.read_ct > MAX_TRIES)
-            return
-        fields.update(_ids_of(payload))
+            payload, unreadable = None, error
+        fields.update(_ids_of(payload or {}))
         if message.read_ct > MAX_TRIES:
-            # It was read more often than it could have failed: it crashed the worker.
+            # Read more often than it could have failed: it crashed the worker. Checked before
+            # anything else about the message, so nothing in it can crash the worker again.
             self._archive(message, payload, "crashed_worker", f"read {message.read_ct} times", fields, final=True)
+            return
+        if unreadable is not None:
+            self._archive(message, None, unreadable.reason, str(unreadable), fields, final=False)
             return
         try:
             job = messages.job_of(payload)
@@ -204,7 +208,8 @@ class Worker:
         photo_id = messages.photo_id_of(payload)
         try:
             with transaction.atomic(), connection.cursor() as cursor:
-                queries.archive(cursor, message.msg_id, reason, detail[:500])
+                # The archive is read by people (queue_status): it gets the same masking as the logs.
+                queries.archive(cursor, message.msg_id, reason, redact(detail)[:500])
                 unpublished = queries.unpublish_photo(cursor, photo_id) if photo_id else 0
         except DatabaseError as db_error:
             raise self._lost(db_error) from db_error

@@ -1,6 +1,7 @@
 """Keep credentials out of log lines and Sentry events."""
 
 import logging
+from urllib.parse import quote, quote_plus
 
 from django.conf import settings
 from psycopg.conninfo import conninfo_to_dict
@@ -9,12 +10,19 @@ MASK = "[redacted]"
 
 
 def secrets() -> list[str]:
-    """The credential values configured for this process, longest first."""
+    """The credential values configured for this process, in every spelling a line may show, longest first."""
     values = [settings.DATABASES["default"].get("PASSWORD"), settings.R2_SECRET_ACCESS_KEY]
     url = settings.DATABASE_URL_RAW
     if url:
         values.append(conninfo_to_dict(url).get("password"))
-    return sorted({v for v in values if v and len(v) >= 4}, key=len, reverse=True)
+    spellings = {form for value in values if value and len(value) >= 4 for form in _spellings(value)}
+    return sorted(spellings, key=len, reverse=True)
+
+
+def _spellings(secret: str) -> set[str]:
+    """As given, as a URL carries it, and as jobqueue.logfmt.kv escapes it inside quotes."""
+    escaped = secret.replace("\\", "\\\\").replace('"', '\\"')
+    return {secret, quote(secret, safe=""), quote_plus(secret), escaped}
 
 
 def redact(text: str) -> str:

@@ -159,10 +159,12 @@ def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blu
 
 def test_jobs_for_event_a_never_enqueue_or_change_event_b(group, group_faces, test_thresholds, media_storage):
     event_a, event_b = factories.event("A"), factories.event("B")
-    user, reference = ready_dnp_reference(event_a, group, group_faces[0])
+    _, reference = ready_dnp_reference(event_a, group, group_faces[0])
     # The reference job: one reprocess_event, for the one event the user is active in.
     Worker(FAST, once=True).run()
     assert queued() == [{"job": "reprocess_event", "event_id": str(event_a.id)}]
+    reference.refresh_from_db()
+    assert reference.status == SubjectReference.Status.READY
     run_worker_drain()
 
     photo_a, photo_b = factories.photo(event_a, group), factories.photo(event_b, group)

@@ -1,0 +1,40 @@
+"""The chaos run, reduced: every fault kind once, a small hostile queue, zero violations.
+
+The full run is `python bench/chaos.py --seed N` (a few hundred jobs, 14 faults).
+"""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            "bench/chaos.py",
+            "--seed", "7",
+            "--events", "2",
+            "--photos-per-event", "3",
+            "--faults", "5",
+            "--fault-gap", "0.5", "1.5",
+            "--keep", str(tmp_path / "run"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )  # fmt: skip
+    table = result.stdout
+    assert result.returncode == 0, table + result.stderr[-3000:]
+    assert "total violations: 0" in table
+    for kind in ("kill", "terminate_backend", "pg_restart", "s3_outage", "second_worker"):
+        assert re.search(rf"\| fault: {kind} \| [1-9]", table), f"{kind} was not injected"
+    for reason in ("bad_message", "unknown_job", "missing_object", "undecodable_image", "image_too_large"):
+        assert f"| archived: {reason} |" in table
+    invariants = re.findall(r"^\| (\d\. [^|]+) \| (\d+) \|$", table, re.M)
+    assert len(invariants) == 8
+    assert all(count == "0" for _, count in invariants)
