@@ -18,6 +18,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from jobqueue.messages import is_uuid
 from momentlens.devservices.pixels import difference, face_core
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -574,14 +575,6 @@ def expected_files_present(chaos: Chaos, photo) -> bool:
     if not needs_files:
         return listed == 0 and photo.public_key == photo.upload_key
     return listed == 2 * (1 + len(own))
-
-
-def is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return True
 
 
 def read_image(key: str) -> np.ndarray:

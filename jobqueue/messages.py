@@ -53,7 +53,7 @@ def job_of(payload: dict) -> Job:
     if job_type is None:
         raise UnknownJob(f"unknown job {name[:64]!r}")
     target = payload.get(job_type.id_field)
-    if not isinstance(target, str) or not _is_uuid(target):
+    if not isinstance(target, str) or not is_uuid(target):
         raise BadMessage(f"{job_type.id_field} must be a uuid string")
     return Job(job_type, payload)
 
@@ -66,7 +66,7 @@ def photo_id_of(payload: dict | None) -> uuid.UUID | None:
         return None
 
 
-def _is_uuid(text: str) -> bool:
+def is_uuid(text: str) -> bool:
     try:
         uuid.UUID(text)
     except ValueError:

@@ -142,3 +142,26 @@ def unmeasured_thresholds(monkeypatch):
 
     monkeypatch.setitem(thresholds.THRESHOLDS, NAME, thresholds.NOT_MEASURED)
     return thresholds.NOT_MEASURED
+
+
+@pytest.fixture
+def fast_retries(settings):
+    """The worker's waits, shortened for tests that run it in this process."""
+    settings.WORKER_RETRY_BACKOFF_S = 0.01
+    settings.WORKER_IDLE_POLL_S = 0.01
+
+
+@pytest.fixture(scope="session")
+def group():
+    """t1.jpg: a group of six, shipped in the insightface wheel."""
+    from momentlens.devservices import samples
+
+    return samples.group_photo()
+
+
+@pytest.fixture(scope="session")
+def group_faces(group):
+    """The engine's own reading of t1, left to right: references are built from these faces."""
+    from faces.engines import resident_engine
+
+    return sorted(resident_engine().analyze(group), key=lambda face: face.box[0])

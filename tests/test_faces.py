@@ -15,17 +15,6 @@ from tests import factories
 pytestmark = pytest.mark.usefixtures("media_storage")
 
 
-@pytest.fixture(scope="module")
-def group():
-    return samples.group_photo()
-
-
-@pytest.fixture(scope="module")
-def group_faces(group):
-    """The engine's own reading of t1, used to build references from its faces."""
-    return sorted(resident_engine().analyze(group), key=lambda face: face.box[0])
-
-
 def stored_faces(photo) -> list[Face]:
     return sorted(photo.faces.all(), key=lambda face: face.box_x)
 

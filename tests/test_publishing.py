@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from django.core.files.storage import default_storage
 
-from faces.engines import resident_engine
 from faces.models import EventMember, Photo, PhotoVariant
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference, face_core
@@ -23,22 +22,6 @@ from tests.queue_helpers import archived, queue_rows, send
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 
 REGION = {"x": 0.02, "y": 0.75, "w": 0.2, "h": 0.2}
-
-
-@pytest.fixture
-def fast_retries(settings):
-    settings.WORKER_RETRY_BACKOFF_S = 0.01
-    settings.WORKER_IDLE_POLL_S = 0.01
-
-
-@pytest.fixture(scope="module")
-def group():
-    return samples.group_photo()
-
-
-@pytest.fixture(scope="module")
-def group_faces(group):
-    return sorted(resident_engine().analyze(group), key=lambda face: face.box[0])
 
 
 def dnp_member_with_reference(event, group, face, **member):

@@ -19,12 +19,6 @@ pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retrie
 
 
 @pytest.fixture
-def fast_retries(settings):
-    settings.WORKER_RETRY_BACKOFF_S = 0.01
-    settings.WORKER_IDLE_POLL_S = 0.01
-
-
-@pytest.fixture
 def dnp_photo(test_thresholds):
     """A photo whose face_process writes 2 files + 2 thumbnails (one DNP member in it)."""
     group = samples.group_photo()

@@ -15,11 +15,6 @@ from faces.rendering.codec import encode_jpeg, thumbnail
 from momentlens.devservices import samples
 
 
-@pytest.fixture(scope="module")
-def group():
-    return samples.group_photo()
-
-
 def fraction_box(face, width, height):
     x1, y1, x2, y2 = face.box
     return (x1 / width, y1 / height, (x2 - x1) / width, (y2 - y1) / height)

@@ -12,7 +12,6 @@ from django.db import connection
 from django.db.models import Sum
 
 import faces.jobs  # noqa: F401  (registers the real handlers for the in-process loop)
-from faces.engines import resident_engine
 from faces.matching import faces_to_blur
 from faces.models import Face, Photo, PhotoVariant, SubjectReference, UnknownCluster
 from jobqueue.worker import Worker, WorkerConfig
@@ -24,22 +23,6 @@ from tests.queue_helpers import archived, queue_rows, send
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "fast_retries")
 
 FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5)
-
-
-@pytest.fixture
-def fast_retries(settings):
-    settings.WORKER_RETRY_BACKOFF_S = 0.01
-    settings.WORKER_IDLE_POLL_S = 0.01
-
-
-@pytest.fixture(scope="module")
-def group():
-    return samples.group_photo()
-
-
-@pytest.fixture(scope="module")
-def group_faces(group):
-    return sorted(resident_engine().analyze(group), key=lambda face: face.box[0])
 
 
 def ready_dnp_reference(event, group, face, **member) -> tuple:

@@ -34,11 +34,6 @@ FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=
 REGION = {"x": 0.02, "y": 0.75, "w": 0.2, "h": 0.2}
 
 
-@pytest.fixture(scope="module")
-def group():
-    return samples.group_photo()
-
-
 class Recorder:
     """A Django execute wrapper keeping every (sql, params) the connection runs."""
 
