@@ -10,7 +10,7 @@ restart), `pg_terminate_backend` on its connection, a PostgreSQL restart, an S3
 outage window (SeaweedFS stopped, then started) and a second worker alongside.
 Then the invariants are checked and a table is printed (goal: 0 violations).
 
-Usage: python bench/chaos.py --seed N [--photos-per-event 12] [--events 4] [--faults 14]
+Usage: python bench/chaos.py --seed N [--photos-per-event 20] [--events 4] [--faults 14]
 The reduced form runs in the test suite (tests/test_chaos.py).
 """
 
@@ -30,7 +30,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--events", type=int, default=4)
-    parser.add_argument("--photos-per-event", type=int, default=12)
+    parser.add_argument("--photos-per-event", type=int, default=20)
     parser.add_argument("--faults", type=int, default=14)
     parser.add_argument("--fault-gap", type=float, nargs=2, default=(2.0, 6.0), help="seconds between faults")
     parser.add_argument("--keep", type=Path, help="keep the run's folder (logs, data) here")

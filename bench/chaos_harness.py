@@ -42,6 +42,7 @@ class ChaosConfig:
 @dataclass
 class Report:
     jobs: int = 0
+    handled: int = 0
     faults: Counter = field(default_factory=Counter)
     retries: int = 0
     resent_from_archive: int = 0
@@ -54,7 +55,8 @@ class Report:
         return sum(self.invariants.values())
 
     def table(self, seconds: float) -> str:
-        rows = ["| what | count |", "|---|---:|", f"| jobs enqueued | {self.jobs} |"]
+        rows = ["| what | count |", "|---|---:|", f"| jobs enqueued by the seed | {self.jobs} |"]
+        rows += [f"| jobs handled (fan-out and re-sends included; retries not) | {self.handled} |"]
         rows += [f"| fault: {kind} | {self.faults[kind]} |" for kind in FAULT_KINDS]
         rows += [
             f"| failed tries (retried) | {self.retries} |",
@@ -454,6 +456,7 @@ def check_invariants(chaos: Chaos) -> None:
         )
     lines = worker_log_lines(chaos)
     report.retries = sum(1 for fields in lines if fields.get("event") == "job_retry")
+    report.handled = sum(1 for fields in lines if fields.get("event") in {"job_done", "job_archived"})
     report.invariants["1. every message deleted or archived, with a reason"] = left + unexplained
     report.invariants["2. no DNP face left unblurred in a published file"] = unblurred_published_faces(chaos)
     report.invariants["2. no photo published before its files existed"] = chaos.early_publications
