@@ -25,15 +25,25 @@ def upload(key: str, image: np.ndarray | None = None, data: bytes | None = None)
     return key
 
 
-def photo(event: Event, image: np.ndarray | None = None, *, data: bytes | None = None, **fields) -> Photo:
-    photo_id = uuid.uuid4()
-    key = f"events/{event.id}/uploads/{photo_id}.jpg"
-    thumb_key = f"events/{event.id}/uploads/{photo_id}_thumb.jpg"
-    upload(key, image, data)
-    upload(thumb_key, data=b"thumbnail written by the API")
+def photo_row(event: Event, photo_id: uuid.UUID | None = None, **fields) -> Photo:
+    """The row alone, with the API's upload keys; nothing in storage."""
+    photo_id = photo_id or uuid.uuid4()
     return Photo.objects.create(
-        id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=thumb_key, **fields
+        id=photo_id,
+        event=event,
+        uploader_id=uuid.uuid4(),
+        upload_key=f"events/{event.id}/uploads/{photo_id}.jpg",
+        upload_thumb_key=f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
+        **fields,
     )
+
+
+def photo(event: Event, image: np.ndarray | None = None, *, data: bytes | None = None, **fields) -> Photo:
+    """The row and its upload objects, as the API leaves them before it enqueues a job."""
+    photo_id = uuid.uuid4()
+    upload(f"events/{event.id}/uploads/{photo_id}.jpg", image, data)
+    upload(f"events/{event.id}/uploads/{photo_id}_thumb.jpg", data=b"thumbnail written by the API")
+    return photo_row(event, photo_id, **fields)
 
 
 def reference(user_id: uuid.UUID, image: np.ndarray | None = None, *, data: bytes | None = None) -> SubjectReference:

@@ -14,7 +14,7 @@ from jobqueue.errors import BadMessage, UnknownJob
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.registry import register
 from jobqueue.worker import Worker, WorkerConfig
-from tests import job_handlers
+from tests import factories, job_handlers
 from tests.queue_helpers import archived, job, queue_rows, reader_lock_held, send
 
 pytestmark = pytest.mark.usefixtures("live_db")
@@ -37,16 +37,7 @@ def drain(state: WorkerState | None = None, **kwargs) -> Worker:
 def make_published_photo() -> Photo:
     from django.utils import timezone
 
-    event = Event.objects.create(name="consumer test")
-    photo_id = uuid.uuid4()
-    return Photo.objects.create(
-        id=photo_id,
-        event=event,
-        uploader_id=uuid.uuid4(),
-        upload_key=f"events/{event.id}/uploads/{photo_id}.jpg",
-        upload_thumb_key=f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
-        processed_at=timezone.now(),
-    )
+    return factories.photo_row(Event.objects.create(name="consumer test"), processed_at=timezone.now())
 
 
 def test_a_failed_try_is_read_again_before_a_newer_message():

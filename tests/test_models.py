@@ -15,6 +15,7 @@ from faces.models import (
     SubjectReference,
     UnknownCluster,
 )
+from tests import factories
 
 pytestmark = pytest.mark.django_db
 
@@ -25,15 +26,7 @@ def unit(seed: int) -> list[float]:
 
 
 def make_photo(event: Event) -> Photo:
-    photo_id = uuid.uuid4()
-    return Photo.objects.create(
-        id=photo_id,
-        event=event,
-        uploader_id=uuid.uuid4(),
-        upload_key=f"events/{event.id}/uploads/{photo_id}.jpg",
-        upload_thumb_key=f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
-        blur_regions=[{"x": 0.1, "y": 0.2, "w": 0.3, "h": 0.4}],
-    )
+    return factories.photo_row(event, blur_regions=[{"x": 0.1, "y": 0.2, "w": 0.3, "h": 0.4}])
 
 
 def make_face(photo: Photo, embedding: list[float], **fields) -> Face:

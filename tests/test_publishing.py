@@ -31,6 +31,15 @@ def dnp_member_with_reference(event, group, face, **member):
     return user
 
 
+def face_processed(event, image, **fields) -> Photo:
+    """A photo uploaded as the API would, then face_process through the worker."""
+    photo = factories.photo(event, image, **fields)
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    return photo
+
+
 def faces_by_x(photo: Photo):
     return sorted(photo.faces.all(), key=lambda face: face.box_x)
 
@@ -82,11 +91,8 @@ def test_two_dnp_members_give_three_files_never_four(group, group_faces, test_th
     first = dnp_member_with_reference(event, group, group_faces[0])
     second = dnp_member_with_reference(event, group, group_faces[4])
     run_worker_drain()
-    photo = factories.photo(event, group)
-    send({"job": "face_process", "photo_id": str(photo.id)})
-    run_worker_drain()
+    photo = face_processed(event, group)
 
-    photo.refresh_from_db()
     assert set(PhotoVariant.objects.filter(photo=photo).values_list("user_id", flat=True)) == {first, second}
     files = default_storage.listdir(f"events/{event.id}/photos/{photo.id}/v1/")[1]
     assert len(files) == 6  # 3 files + 3 thumbnails
@@ -105,11 +111,8 @@ def test_thresholds_not_measured_give_one_public_file_with_every_face_blurred(
     event = factories.event()
     dnp_member_with_reference(event, group, group_faces[0])
     run_worker_drain()
-    photo = factories.photo(event, group)
-    send({"job": "face_process", "photo_id": str(photo.id)})
-    run_worker_drain()
+    photo = face_processed(event, group)
 
-    photo.refresh_from_db()
     assert PhotoVariant.objects.filter(photo=photo).count() == 0
     assert len(default_storage.listdir(f"events/{event.id}/photos/{photo.id}/v1/")[1]) == 2
     upload, public = read_image(photo.upload_key), read_image(photo.public_key)
@@ -150,10 +153,7 @@ def test_a_resent_thumbnail_dims_after_face_process_changes_nothing(group, group
     event = factories.event()
     dnp_member_with_reference(event, group, group_faces[0])
     run_worker_drain()
-    photo = factories.photo(event, group)
-    send({"job": "face_process", "photo_id": str(photo.id)})
-    run_worker_drain()
-    photo.refresh_from_db()
+    photo = face_processed(event, group)
     before = (photo.variant_version, photo.public_key, photo.processed_at, photo.public_thumb_key)
     files_before = default_storage.listdir(f"events/{event.id}/photos/{photo.id}/v1/")[1]
 
