@@ -20,6 +20,8 @@ class Candidates:
     dnp: np.ndarray  # (U,) bool
     references: np.ndarray  # (R, 512)
     owners: np.ndarray  # (R,) index into user_ids
+    # Active DNP members with no ready reference of this engine: their faces cannot be told apart.
+    unidentifiable_dnp: int = 0
 
     @classmethod
     def for_event(cls, event_id, engine: str) -> "Candidates":
@@ -36,6 +38,7 @@ class Candidates:
             dnp=np.array([members[user_id] for user_id in user_ids], dtype=bool),
             references=np.array([embedding for _, embedding in references], dtype=np.float32).reshape(-1, 512),
             owners=np.array([index[user_id] for user_id, _ in references], dtype=int),
+            unidentifiable_dnp=sum(1 for user_id, dnp in members.items() if dnp and user_id not in index),
         )
 
     def similarities(self, embeddings: np.ndarray) -> np.ndarray:
@@ -85,13 +88,16 @@ class PhotoMatch:
             return [True] * len(self.faces)
         dnp_columns = np.flatnonzero(self.candidates.dnp)
         reaches = self.similarity[:, dnp_columns] >= self.limits.blur  # (F, D)
-        if viewer is None:
-            return reaches.any(axis=1).tolist()
         own = [i for i, column in enumerate(dnp_columns) if self.candidates.user_ids[column] == viewer]
-        others = np.delete(reaches, own, axis=1)
+        others = np.delete(reaches, own, axis=1).any(axis=1)
+        if viewer is None:
+            # A DNP member nobody can recognise could be any face: when unsure, blur every face.
+            return [True] * len(self.faces) if self.candidates.unidentifiable_dnp else others.tolist()
         matched = [user for user, _ in self.best()]
+        if self.candidates.unidentifiable_dnp:
+            return [bool(others[row]) or matched[row] != viewer for row in range(len(self.faces))]
         return [
-            bool(others[row].any()) or (bool(reaches[row, own].any()) and matched[row] != viewer)
+            bool(others[row]) or (bool(reaches[row, own].any()) and matched[row] != viewer)
             for row in range(len(self.faces))
         ]
 

@@ -13,13 +13,14 @@ X, Y, GUEST = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
 LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
 
 
-def photo_match(similarity: list[list[float]], limits=LIMITS) -> PhotoMatch:
+def photo_match(similarity: list[list[float]], limits=LIMITS, unidentifiable_dnp: int = 0) -> PhotoMatch:
     """Faces (rows) against candidates X (DNP), Y (DNP) and GUEST (not DNP)."""
     candidates = Candidates(
         user_ids=[X, Y, GUEST],
         dnp=np.array([True, True, False]),
         references=np.zeros((3, 512), dtype=np.float32),
         owners=np.array([0, 1, 2]),
+        unidentifiable_dnp=unidentifiable_dnp,
     )
     faces = [SimpleNamespace(id=i) for i in range(len(similarity))]
     return PhotoMatch(faces, candidates, np.array(similarity, dtype=np.float32), limits)
@@ -73,3 +74,10 @@ def test_not_measured_blurs_every_face_everywhere_and_matches_nobody():
 def test_blur_above_match_is_refused():
     with pytest.raises(ValueError, match="blur must not exceed match"):
         Thresholds(match=0.8, blur=0.9, cluster=0.8)
+
+
+def test_a_dnp_member_nobody_can_recognise_blurs_every_face_but_each_member_keeps_their_own():
+    match = photo_match([[0.95, 0.1, 0.1], [0.1, 0.1, 0.97], [0.1, 0.1, 0.1]], unidentifiable_dnp=1)
+    assert match.blurred() == [True, True, True]
+    assert match.blurred(viewer=X) == [False, True, True]
+    assert match.own_file_users() == [X]

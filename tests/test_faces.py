@@ -7,7 +7,7 @@ from faces.engines import resident_engine
 from faces.engines.portable import NAME as PORTABLE
 from faces.jobs.reference_process import reference_process
 from faces.matching import faces_to_blur
-from faces.models import Face, SubjectReference, UnknownCluster
+from faces.models import EventMember, Face, SubjectReference, UnknownCluster
 from faces.recognition import detect_and_store, match_and_cluster
 from momentlens.devservices import samples
 from tests import factories
@@ -112,7 +112,28 @@ def test_other_events_members_who_left_and_other_engines_never_match(group, grou
 
     assert all(face.matched_user_id is None for face in photo.faces.all())
     assert all(face.similarity is None for face in photo.faces.all()), "no candidate, no comparison"
-    assert faces_to_blur(photo) == []
+    # The active DNP member has no reference of this engine: any face could be theirs.
+    assert len(faces_to_blur(photo)) == 6
+    EventMember.objects.filter(user_id=other_engine).update(do_not_publish=False)
+    assert faces_to_blur(photo) == [], "a DNP member of another event, or one who left, blurs nothing here"
+
+
+@pytest.mark.django_db
+def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_ready(
+    group, group_faces, test_thresholds
+):
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    pending = factories.reference(user, samples.derived_portrait(group, group_faces[3].box))
+    photo = factories.photo(event, group)
+    detect_and_store(photo, group)
+    match_and_cluster(photo)
+    assert len(faces_to_blur(photo)) == 6, "pending reference: when unsure, blur"
+
+    reference_process({"job": "reference_process", "reference_id": str(pending.id)})
+    match_and_cluster(photo)
+    blurred = faces_to_blur(photo)
+    assert [face.matched_user_id for face in blurred] == [user]
 
 
 @pytest.mark.django_db
