@@ -30,9 +30,5 @@ def register(name: str, *, id_field: str) -> Callable[[Handler], Handler]:
     return decorate
 
 
-def unregister(name: str) -> None:
-    _jobs.pop(name, None)
-
-
 def lookup(name: str) -> JobType | None:
     return _jobs.get(name)
