@@ -27,6 +27,7 @@ BUCKET, ACCESS_KEY, SECRET_KEY = "chaos", "chaos-access-key", "chaos-secret-key"
 LOG_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 # A blurred face differs from the upload by far more than JPEG noise does.
 BLURRED = 10.0
+WORKER_ALIVE = "5. worker alive (no exit the harness did not cause)"
 
 
 @dataclass(frozen=True)
@@ -187,9 +188,7 @@ class Chaos:
             code = worker.process.poll()
             if code is not None and worker.expected_exit is None:
                 worker.expected_exit = f"unexpected exit {code}"
-                self.report.invariants["5. worker alive (no exit the harness did not cause)"] = (
-                    self.report.invariants.get("5. worker alive (no exit the harness did not cause)", 0) + 1
-                )
+                self.report.invariants[WORKER_ALIVE] = self.report.invariants.get(WORKER_ALIVE, 0) + 1
                 self.report.notes.append(f"{worker.log.name} exited {code} on its own")
         if primary.process.poll() is not None:
             return self.start_worker()
@@ -234,8 +233,7 @@ class Chaos:
                 code = worker.process.wait(120)
                 if code != 0:
                     self.report.notes.append(f"{worker.log.name} exited {code} on SIGTERM")
-                    key = "5. worker alive (no exit the harness did not cause)"
-                    self.report.invariants[key] = self.report.invariants.get(key, 0) + 1
+                    self.report.invariants[WORKER_ALIVE] = self.report.invariants.get(WORKER_ALIVE, 0) + 1
 
     def _monitor_publications(self) -> None:
         """Sample published photos while the run goes on: each key a row names must already exist."""
@@ -467,7 +465,7 @@ def check_invariants(chaos: Chaos) -> None:
     report.invariants["4. archived photos unpublished, completed ones with N+1 files"] = outcome_mismatches(
         chaos, lines
     )
-    report.invariants.setdefault("5. worker alive (no exit the harness did not cause)", 0)
+    report.invariants.setdefault(WORKER_ALIVE, 0)
 
 
 def worker_log_lines(chaos: Chaos) -> list[dict]:

@@ -7,6 +7,7 @@ result is stored on the face row (SPEC §6).
 
 import uuid
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -67,6 +68,11 @@ class PhotoMatch:
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         """Per face: (matched user or None, best similarity or None when there is no candidate)."""
+        return self._best
+
+    @cached_property
+    def _best(self) -> list[tuple[uuid.UUID | None, float | None]]:
+        # Asked once per file rendered: computed once per match.
         if not self.candidates.user_ids:
             return [(None, None)] * len(self.faces)
         columns = self.similarity.argmax(axis=1)

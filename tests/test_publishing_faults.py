@@ -55,7 +55,10 @@ class Outage:
         monkeypatch.setattr(files, "put", put)
         monkeypatch.setattr(photo_jobs, "read_object", read_object)
 
-    def end(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
         if self.seaweed._process is None:
             self.seaweed.start()
 
@@ -63,12 +66,9 @@ class Outage:
 def test_an_outage_between_uploads_fails_the_try_and_the_retry_publishes(dnp_photo, seaweed, monkeypatch):
     photo = dnp_photo
     # Upload 1 succeeds, the server dies before upload 2; it is back for the retry's first upload.
-    outage = Outage(seaweed, monkeypatch, stop_at=2, recover=True)
     msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
-    try:
+    with Outage(seaweed, monkeypatch, stop_at=2, recover=True) as outage:
         run_worker_drain()
-    finally:
-        outage.end()
 
     photo.refresh_from_db()
     assert outage.calls > 4, "a failed try, then a full retry"
@@ -87,12 +87,9 @@ def test_an_outage_in_every_try_unpublishes_the_photo_and_archives_the_message(d
     photo.refresh_from_db()
     published = (photo.public_key, photo.public_thumb_key)
 
-    outage = Outage(seaweed, monkeypatch, stop_at=1, recover=False)
     msg_id = send({"job": "reprocess", "photo_id": str(photo.id)})
-    try:
+    with Outage(seaweed, monkeypatch, stop_at=1, recover=False):
         run_worker_drain()
-    finally:
-        outage.end()
 
     photo.refresh_from_db()
     assert archived() == {msg_id: (3, "failed")}

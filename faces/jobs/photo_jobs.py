@@ -45,14 +45,11 @@ def thumbnail_dims(payload: dict) -> dict:
 @register("reprocess", id_field="photo_id")
 def reprocess(payload: dict) -> dict:
     photo = locked_photo(payload["photo_id"])
-    if photo.faces_detected_at is None:
-        # Published without a face pass (thumbnail_dims): its first and only detection.
-        return {**face_path(photo), "detail": "first_detection"}
-    image = read_image(photo)
-    match = match_and_cluster(photo)
-    files = render_and_publish(photo, image, match)
-    _sweep_after_commit(photo)
-    return {"faces": len(match.faces) if match else 0, "files": files}
+    # The face path re-matches the stored faces and never detects again; the one photo it
+    # detects on is one published without any face pass (thumbnail_dims): its first and only.
+    first_detection = photo.faces_detected_at is None
+    result = face_path(photo)
+    return {**result, "detail": "first_detection"} if first_detection else result
 
 
 @register("reprocess_event", id_field="event_id")
