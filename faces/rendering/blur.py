@@ -12,6 +12,11 @@ import numpy as np
 
 # A detection box is tight: grow it so hair, ears, jaw and neckline are covered.
 FACE_EXPANSION = 0.35
+# Width / height of a detector's box around a whole face (SCRFD's and RetinaFace's are
+# about 0.75-0.85): a box narrower than this on an image edge is a face cut by that edge.
+FACE_ASPECT = 0.8
+# A box side this close to the image edge touches it.
+EDGE_PX = 2.0
 # How many cells the short side of a face is reduced to before upsampling.
 BLUR_CELLS = 6
 # The box blur on top, as a fraction of the region's short side.
@@ -19,11 +24,45 @@ BOX_BLUR_FRACTION = 0.25
 
 
 def expanded_face_box(box: tuple[float, float, float, float], width: int, height: int) -> tuple[int, int, int, int]:
-    """The face box (fractions x, y, w, h) grown by FACE_EXPANSION about its centre, in clipped pixels."""
+    """The face box (fractions x, y, w, h) grown by FACE_EXPANSION about its centre, in pixels, NOT clipped.
+
+    A face cut by the image edge keeps its whole ellipse: clipping first would shrink the
+    expansion to nothing on the cut side and narrow the ellipse to a point at the border.
+    Its stored box is only the visible part, so it is first restored past that edge to a
+    face's proportions (restored_face_box).
+    """
+    x1, y1, x2, y2 = restored_face_box(box, width, height)
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    half_w, half_h = (x2 - x1) * (1 + FACE_EXPANSION) / 2, (y2 - y1) * (1 + FACE_EXPANSION) / 2
+    return (
+        int(np.floor(cx - half_w)),
+        int(np.floor(cy - half_h)),
+        int(np.ceil(cx + half_w)),
+        int(np.ceil(cy + half_h)),
+    )
+
+
+def restored_face_box(box: tuple[float, float, float, float], width: int, height: int) -> tuple[float, ...]:
+    """The box in pixels; a side on the image edge is pushed past it until the box has a face's proportions."""
     x, y, w, h = box
-    cx, cy = (x + w / 2) * width, (y + h / 2) * height
-    half_w, half_h = w * width * (1 + FACE_EXPANSION) / 2, h * height * (1 + FACE_EXPANSION) / 2
-    return _clip(cx - half_w, cy - half_h, cx + half_w, cy + half_h, width, height)
+    x1, y1, x2, y2 = x * width, y * height, (x + w) * width, (y + h) * height
+    short_w, short_h = FACE_ASPECT * (y2 - y1) - (x2 - x1), (x2 - x1) / FACE_ASPECT - (y2 - y1)
+    if short_w > 0:
+        x1, x2 = _push_past_edges(x1, x2, width, short_w)
+    elif short_h > 0:
+        y1, y2 = _push_past_edges(y1, y2, height, short_h)
+    return x1, y1, x2, y2
+
+
+def _push_past_edges(low: float, high: float, size: int, missing: float) -> tuple[float, float]:
+    at_low, at_high = low <= EDGE_PX, high >= size - EDGE_PX
+    if at_low and at_high:
+        return low - missing / 2, high + missing / 2
+    if at_low:
+        return low - missing, high
+    if at_high:
+        return low, high + missing
+    return low, high
 
 
 def region_box(region: dict, width: int, height: int) -> tuple[int, int, int, int]:
@@ -33,30 +72,42 @@ def region_box(region: dict, width: int, height: int) -> tuple[int, int, int, in
 
 
 def blur_ellipse(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
-    """Blur, in place, the ellipse inscribed in `box`."""
+    """Blur, in place, the part inside the image of the ellipse inscribed in `box` (which may overhang the image).
+
+    The strength comes from the whole ellipse, not from the visible part: a thin strip of a
+    face at the border is destroyed as hard as the face would be.
+    """
     x1, y1, x2, y2 = box
-    if x2 - x1 < 2 or y2 - y1 < 2:
+    height, width = image.shape[:2]
+    cx1, cy1, cx2, cy2 = _clip(x1, y1, x2, y2, width, height)
+    if x2 - x1 < 2 or y2 - y1 < 2 or cx2 <= cx1 or cy2 <= cy1:
         return
-    roi = image[y1:y2, x1:x2]
+    roi = image[cy1:cy2, cx1:cx2]
     mask = np.zeros(roi.shape[:2], dtype=np.uint8)
-    cv2.ellipse(mask, ((roi.shape[1] / 2, roi.shape[0] / 2), (roi.shape[1], roi.shape[0]), 0), 255, -1)
-    np.copyto(roi, destroyed(roi), where=mask[..., None].astype(bool))
+    centre = ((x1 + x2) / 2 - cx1, (y1 + y2) / 2 - cy1)
+    cv2.ellipse(mask, (centre, (x2 - x1, y2 - y1), 0), 255, -1)
+    np.copyto(roi, destroyed(roi, strength_side=min(x2 - x1, y2 - y1)), where=mask[..., None].astype(bool))
 
 
 def blur_rectangle(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
     x1, y1, x2, y2 = box
     if x2 - x1 < 2 or y2 - y1 < 2:
         return
-    image[y1:y2, x1:x2] = destroyed(image[y1:y2, x1:x2])
+    roi = image[y1:y2, x1:x2]
+    roi[...] = destroyed(roi, strength_side=min(x2 - x1, y2 - y1))
 
 
-def destroyed(roi: np.ndarray) -> np.ndarray:
-    """Downsample hard, upsample, box-blur: the region with its detail gone."""
+def destroyed(roi: np.ndarray, strength_side: int) -> np.ndarray:
+    """Downsample hard, upsample, box-blur: the region with its detail gone.
+
+    Cells and kernel are sized from `strength_side`, the short side of the whole region
+    being blurred, even where only part of it lies on the image.
+    """
     height, width = roi.shape[:2]
-    cell = max(1.0, min(height, width) / BLUR_CELLS)
+    cell = max(1.0, strength_side / BLUR_CELLS)
     small = cv2.resize(roi, (max(1, round(width / cell)), max(1, round(height / cell))), interpolation=cv2.INTER_AREA)
     smooth = cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
-    kernel = max(3, int(min(height, width) * BOX_BLUR_FRACTION) | 1)
+    kernel = max(3, int(strength_side * BOX_BLUR_FRACTION) | 1)
     return cv2.blur(smooth, (kernel, kernel))
 
 

@@ -1,0 +1,87 @@
+"""Faces cut by the image edge are blurred over all of their visible part (SPEC §7)."""
+
+import cv2
+import numpy as np
+import pytest
+
+from faces.models import Photo
+from faces.rendering.blur import blur_ellipse, expanded_face_box
+from momentlens.devservices import samples
+from tests import factories
+from tests.publishing_helpers import read_image, run_worker_drain
+from tests.queue_helpers import send
+
+WIDTH, HEIGHT = 800, 600
+FACE_W, FACE_H = 100, 125  # a detector's box around a whole face
+
+# Where the whole face would be, in pixels (x1, y1): cut by each edge and by a corner.
+CUTS = {
+    "left": (-55, 200),
+    "right": (WIDTH - 45, 200),
+    "top": (300, -70),
+    "bottom": (300, HEIGHT - 60),
+    "top_left_corner": (-50, -60),
+}
+
+
+def visible_core(x1: int, y1: int) -> tuple[slice, slice]:
+    """The middle 60 % of the whole face (eyes, nose, mouth), cut to the image."""
+    cx1, cx2 = x1 + int(FACE_W * 0.2), x1 + int(FACE_W * 0.8)
+    cy1, cy2 = y1 + int(FACE_H * 0.2), y1 + int(FACE_H * 0.8)
+    return slice(max(0, cy1), min(HEIGHT, cy2)), slice(max(0, cx1), min(WIDTH, cx2))
+
+
+@pytest.mark.parametrize("cut", CUTS)
+def test_every_visible_pixel_of_a_face_cut_by_the_edge_is_blurred(cut):
+    x1, y1 = CUTS[cut]
+    # What the engine stores for such a face: the visible part of its box, as fractions.
+    vx1, vy1 = max(0, x1), max(0, y1)
+    vx2, vy2 = min(WIDTH, x1 + FACE_W), min(HEIGHT, y1 + FACE_H)
+    stored = (vx1 / WIDTH, vy1 / HEIGHT, (vx2 - vx1) / WIDTH, (vy2 - vy1) / HEIGHT)
+    # Noise: a pixel the blur reaches cannot keep its value.
+    image = np.random.default_rng(7).integers(0, 256, (HEIGHT, WIDTH, 3), dtype=np.uint8)
+    out = image.copy()
+    blur_ellipse(out, expanded_face_box(stored, WIDTH, HEIGHT))
+
+    rows, columns = visible_core(x1, y1)
+    changed = np.abs(out[rows, columns].astype(int) - image[rows, columns].astype(int)).sum(axis=2) > 0
+    assert changed.size > 0
+    assert changed.all(), f"{(~changed).sum()} of {changed.size} visible core pixels kept their value"
+    # Destroyed, not nudged: what is left of the noise is a smooth field.
+    assert out[rows, columns].astype(np.float32).std() < 0.25 * image[rows, columns].astype(np.float32).std()
+
+
+@pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
+def test_t1_with_its_left_edge_cut_blurs_the_whole_visible_strip_of_the_dnp_face(group, group_faces, test_thresholds):
+    """The reviewer's case: t1 without its first 90 columns, the leftmost guest DNP."""
+    event = factories.event()
+    leftmost = group_faces[0]
+    user = factories.member(event, dnp=True)
+    send(
+        {
+            "job": "reference_process",
+            "reference_id": str(factories.reference(user, samples.derived_portrait(group, leftmost.box)).id),
+        }
+    )
+    run_worker_drain()
+    cut = np.ascontiguousarray(group[:, 90:])
+    photo = factories.photo(event, cut)
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo = Photo.objects.get(id=photo.id)
+
+    assert photo.processed_at is not None
+    assert photo.public_key != photo.upload_key
+    public = read_image(photo.public_key)
+    upload = read_image(photo.upload_key)
+    x1, y1, x2, y2 = (int(v) for v in leftmost.box)
+    core_rows = slice(y1 + (y2 - y1) // 5, y2 - (y2 - y1) // 5)
+    # The strip along the cut edge, one 8-pixel column band at a time: each is blurred.
+    visible_right = x2 - 90 - (x2 - x1) // 5
+    for left in range(0, visible_right - 8, 8):
+        band = (core_rows, slice(left, left + 8))
+        assert detail(public[band]) < 0.3 * detail(upload[band]), f"columns {left}-{left + 8} of the cut face are sharp"
+
+
+def detail(image: np.ndarray) -> float:
+    return float(np.abs(cv2.Laplacian(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.CV_32F)).mean())
