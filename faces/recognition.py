@@ -5,15 +5,21 @@ from django.utils import timezone
 
 from faces import thresholds
 from faces.clustering import assign_clusters
+from faces.detection_memory import detections_of
 from faces.engines import DetectedFace, resident_engine
 from faces.matching import PhotoMatch, record_matches
 from faces.models import Face, Photo
 
 
 def detect_and_store(photo: Photo, image: np.ndarray) -> list[Face]:
-    """Detect once, store every face with fractions of the stored image, stamp faces_detected_at."""
+    """Detect once, store every face with fractions of the stored image, stamp faces_detected_at.
+
+    A retry of a try that failed after detecting reuses that detection (faces.detection_memory).
+    """
     height, width = image.shape[:2]
-    rows = [face_row(photo, found, width, height) for found in resident_engine().analyze(image)]
+    engine = resident_engine()
+    found = detections_of(photo, image, engine.name, lambda: engine.analyze(image))
+    rows = [face_row(photo, face, width, height) for face in found]
     Face.objects.bulk_create(rows)
     photo.faces_detected_at = timezone.now()
     photo.save(update_fields=["faces_detected_at"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DatabaseError, connection, transaction
 
-from jobqueue import messages, queries, reporting
+from jobqueue import messages, queries, registry, reporting
 from jobqueue.errors import PermanentJobError, RowGone
 from jobqueue.health import WorkerState
 from jobqueue.logfmt import kv
@@ -120,6 +120,7 @@ class Worker:
                 if self.once or (self.drain and not worked):
                     break
                 if not worked:
+                    self._run_idle_tasks()
                     self._sleep(self.config.idle_poll_s)
         except StopNow:
             log.warning(kv("worker_abandon", outcome="rolled_back"))
@@ -143,6 +144,15 @@ class Worker:
         self._handle(message)
         return True
 
+    def _run_idle_tasks(self) -> None:
+        """Each due maintenance task, once; a failing one is logged and retried when next due."""
+        for task in registry.due_idle_tasks():
+            task.last_run = time.monotonic()
+            try:
+                task.run()
+            except Exception as error:  # maintenance never stops the loop; a lost database shows on the next read
+                log.warning(kv("idle_task_failed", task=task.name, error=f"{type(error).__name__}: {error}"))
+
     # -- one message -----------------------------------------------------
 
     def _handle(self, message: queries.Message) -> None:
@@ -156,7 +166,8 @@ class Worker:
         if message.read_ct > MAX_TRIES:
             # Read more often than it could have failed: it crashed the worker. Checked before
             # anything else about the message, so nothing in it can crash the worker again.
-            self._archive(message, payload, "crashed_worker", f"read {message.read_ct} times", fields, final=True)
+            detail = f"read {message.read_ct} times"
+            self._archive(message, payload, "crashed_worker", detail, fields, final=True, job=_job_or_none(payload))
             return
         if unreadable is not None:
             self._archive(message, None, unreadable.reason, str(unreadable), fields, final=False)
@@ -175,21 +186,21 @@ class Worker:
             self._delete(message)
             log.info(kv("job_done", **fields, outcome="row_gone", detail=str(gone), ms=_ms(started)))
         except PermanentJobError as error:
-            self._archive(message, payload, error.reason, str(error), fields, final=False, error=error)
+            self._archive(message, payload, error.reason, str(error), fields, final=False, error=error, job=job)
         except DatabaseError as error:
             if self._connection_lost():
                 raise DatabaseLost(str(error)) from error
-            self._failed_try(message, payload, error, fields, started)
+            self._failed_try(message, job, error, fields, started)
         except Exception as error:
-            self._failed_try(message, payload, error, fields, started)
+            self._failed_try(message, job, error, fields, started)
         else:
             self.state.update(last_job_at=time.time(), jobs_done=self.state.jobs_done + 1)
             log.info(kv("job_done", **fields, outcome="completed", ms=_ms(started), **result))
 
-    def _failed_try(self, message, payload: dict, error: Exception, fields: dict, started: float) -> None:
+    def _failed_try(self, message, job: messages.Job, error: Exception, fields: dict, started: float) -> None:
         summary = f"{type(error).__name__}: {error}"
         if message.read_ct >= MAX_TRIES:
-            self._archive(message, payload, "failed", summary, fields, final=True, error=error)
+            self._archive(message, job.payload, "failed", summary, fields, final=True, error=error, job=job)
             return
         delay = self.config.backoff(message.read_ct)
         log.warning(kv("job_retry", **fields, outcome="failed_try", error=summary, backoff_s=delay, ms=_ms(started)))
@@ -203,14 +214,17 @@ class Worker:
         except DatabaseError as db_error:
             raise self._lost(db_error) from db_error
 
-    def _archive(self, message, payload, reason: str, detail: str, fields: dict, *, final: bool, error=None) -> None:
-        """Archive with its reason and, if it names a photo, unpublish that photo, in one transaction."""
+    def _archive(
+        self, message, payload, reason: str, detail: str, fields: dict, *, final: bool, error=None, job=None
+    ) -> None:
+        """Archive with its reason, unpublish the photo it names and run the job's archive hook, in one transaction."""
         photo_id = messages.photo_id_of(payload)
         try:
             with transaction.atomic(), connection.cursor() as cursor:
                 # The archive is read by people (queue_status): it gets the same masking as the logs.
                 queries.archive(cursor, message.msg_id, reason, redact(detail)[:500])
                 unpublished = queries.unpublish_photo(cursor, photo_id) if photo_id else 0
+                hooked = job.type.on_archive(job.payload) if job is not None and job.type.on_archive else 0
         except DatabaseError as db_error:
             raise self._lost(db_error) from db_error
         log.error(
@@ -221,6 +235,7 @@ class Worker:
                 reason=reason,
                 error=detail,
                 unpublished=unpublished,
+                on_archive_rows=hooked,
             )
         )
         if final:
@@ -323,6 +338,13 @@ class Worker:
                 self.state.update(queue_length=queries.metrics(cursor).length)
         except DatabaseError as error:
             raise self._lost(error) from error
+
+
+def _job_or_none(payload: dict | None) -> messages.Job | None:
+    try:
+        return messages.job_of(payload) if payload is not None else None
+    except PermanentJobError:
+        return None
 
 
 def _ids_of(payload: dict) -> dict:

@@ -87,6 +87,10 @@ WORKER_RETRY_BACKOFF_S = float(os.environ.get("WORKER_RETRY_BACKOFF_S", "5"))
 WORKER_LOCK_RETRY_S = float(os.environ.get("WORKER_LOCK_RETRY_S", "5"))
 WORKER_IDLE_POLL_S = float(os.environ.get("WORKER_IDLE_POLL_S", "1"))
 WORKER_DB_RECOVERY_S = float(os.environ.get("WORKER_DB_RECOVERY_S", "300"))
+# While idle, the worker retries sweeps that failed (storage blip) this often, and sweeps
+# all of storage (crash leftovers, deleted photos and events) this often; 0 turns one off.
+WORKER_SWEEP_RETRY_S = float(os.environ.get("WORKER_SWEEP_RETRY_S", "60"))
+WORKER_FULL_SWEEP_S = float(os.environ.get("WORKER_FULL_SWEEP_S", "21600"))
 # Modules whose job handlers register themselves when imported by run_worker.
 WORKER_JOB_MODULES = ["faces.jobs"]
 # onnxruntime execution providers for the InsightFace engine, in preference order.

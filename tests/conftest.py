@@ -165,3 +165,19 @@ def group_faces(group):
     from faces.engines import resident_engine
 
     return sorted(resident_engine().analyze(group), key=lambda face: face.box[0])
+
+
+@pytest.fixture
+def dnp_photo(test_thresholds, group, group_faces):
+    """A photo whose face_process writes 2 files + 2 thumbnails (t1's leftmost guest is DNP, reference ready)."""
+    from momentlens.devservices import samples
+    from tests import factories
+    from tests.publishing_helpers import run_worker_drain
+    from tests.queue_helpers import send
+
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
+    send({"job": "reference_process", "reference_id": str(reference.id)})
+    run_worker_drain()
+    return factories.photo(event, group)

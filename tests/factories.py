@@ -28,14 +28,11 @@ def upload(key: str, image: np.ndarray | None = None, data: bytes | None = None)
 def photo_row(event: Event, photo_id: uuid.UUID | None = None, **fields) -> Photo:
     """The row alone, with the API's upload keys; nothing in storage."""
     photo_id = photo_id or uuid.uuid4()
-    return Photo.objects.create(
-        id=photo_id,
-        event=event,
-        uploader_id=uuid.uuid4(),
-        upload_key=f"events/{event.id}/uploads/{photo_id}.jpg",
-        upload_thumb_key=f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
-        **fields,
-    )
+    uploads = {
+        "upload_key": f"events/{event.id}/uploads/{photo_id}.jpg",
+        "upload_thumb_key": f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
+    }
+    return Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), **{**uploads, **fields})
 
 
 def photo(event: Event, image: np.ndarray | None = None, *, data: bytes | None = None, **fields) -> Photo:

@@ -203,14 +203,17 @@ def test_thumbnail_dims_with_an_active_dnp_member_takes_the_face_path(group, gro
     assert difference(face_core(public, face), face_core(upload, face)) > 15
 
 
-def test_reprocess_event_enqueues_one_reprocess_per_published_photo(group, test_thresholds):
+def test_reprocess_event_enqueues_one_reprocess_per_rendered_photo(group, test_thresholds):
+    """Published photos, and rendered ones a final failure unpublished; never one still waiting for its first job."""
     from faces.jobs.photo_jobs import reprocess_event
 
     event = factories.event()
-    published = [factories.photo(event, group) for _ in range(2)]
-    factories.photo(event, group)  # not published: not reprocessed
+    published = [factories.photo(event, group, variant_version=1) for _ in range(2)]
+    unpublished_after_render = factories.photo(event, group, variant_version=2)
+    factories.photo(event, group)  # never rendered: its own face_process is still to come
     Photo.objects.filter(id__in=[p.id for p in published]).update(processed_at="2026-01-01T00:00:00Z")
-    assert reprocess_event({"job": "reprocess_event", "event_id": str(event.id)}) == {"enqueued": 2}
+    published.append(unpublished_after_render)
+    assert reprocess_event({"job": "reprocess_event", "event_id": str(event.id)}) == {"enqueued": 3}
     import json
 
     from django.db import connection

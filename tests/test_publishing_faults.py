@@ -18,21 +18,6 @@ from tests.queue_helpers import archived, queue_rows, send
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 
 
-@pytest.fixture
-def dnp_photo(test_thresholds):
-    """A photo whose face_process writes 2 files + 2 thumbnails (one DNP member in it)."""
-    group = samples.group_photo()
-    from faces.engines import resident_engine
-
-    face = sorted(resident_engine().analyze(group), key=lambda f: f.box[0])[0]
-    event = factories.event()
-    user = factories.member(event, dnp=True)
-    reference = factories.reference(user, samples.derived_portrait(group, face.box))
-    send({"job": "reference_process", "reference_id": str(reference.id)})
-    run_worker_drain()
-    return factories.photo(event, group)
-
-
 class Outage:
     """Stops the real S3 server just before upload number `stop_at`; with `recover`, the next
     job try finds it running again (restarted before the try reads its upload)."""

@@ -1,7 +1,7 @@
 """The face-engine interface: an upright BGR image in, faces with unit 512-d embeddings out."""
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -41,8 +41,10 @@ class FaceEngine(ABC):
     name: str
     tiling: TilingPlan = TilingPlan()
 
-    def analyze(self, image: np.ndarray) -> list[DetectedFace]:
-        detections = detect_tiled(self.detect_once, image, self.tiling)
+    def analyze(self, image: np.ndarray, *, small_faces: bool = True) -> list[DetectedFace]:
+        """Every face in `image`; without `small_faces` only the whole-image pass runs (a selfie)."""
+        plan = self.tiling if small_faces else replace(self.tiling, enabled=False)
+        detections = detect_tiled(self.detect_once, image, plan)
         return [DetectedFace(d.box, d.landmarks, d.score, self.embed(image, d), self.name) for d in detections]
 
     @abstractmethod

@@ -52,12 +52,19 @@ def reprocess(payload: dict) -> dict:
     return {**result, "detail": "first_detection"} if first_detection else result
 
 
-@register("reprocess_event", id_field="event_id")
+def unpublish_event(payload: dict) -> int:
+    """The archive's hook (SPEC §4 rule 7): a DNP change that could not be applied leaves no old file up."""
+    return Photo.objects.published().filter(event_id=payload["event_id"]).update(processed_at=None)
+
+
+@register("reprocess_event", id_field="event_id", on_archive=unpublish_event)
 def reprocess_event(payload: dict) -> dict:
     if not Event.objects.filter(id=payload["event_id"]).exists():
         raise RowGone(f"event {payload['event_id']} does not exist")
-    published = Photo.objects.published().filter(event_id=payload["event_id"])
-    photo_ids = list(published.order_by("created_at").values_list("id", flat=True))
+    # Every photo rendered before, published or not: a photo unpublished by this job's own
+    # final failure (unpublish_event) is published again when the job is re-sent.
+    rendered = Photo.objects.filter(event_id=payload["event_id"], variant_version__gt=0)
+    photo_ids = list(rendered.order_by("created_at").values_list("id", flat=True))
     for photo_id in photo_ids:
         enqueue({"job": "reprocess", "photo_id": str(photo_id)})
     return {"enqueued": len(photo_ids)}

@@ -1,62 +1,178 @@
-"""Delete the derived objects no row points at any more.
+"""Delete the derived objects nothing points at any more (SPEC §3, §4 rule 5).
 
-The worker is the only writer under a photo's derived prefix
-(`events/{event}/photos/{photo}/`), and it writes rows before it commits, so after
-a commit anything under that prefix that the rows do not name is garbage: a
-replaced version, or what a failed try left behind. Sweeping the prefix is the
-durable record of a delete that failed: the next sweep of that photo (its next
-job, or `manage.py sweep_orphans`) finds the object again. Upload keys live under
-`uploads/`, outside every derived prefix, and are never deleted.
+The photo's derived prefix (`events/{event}/photos/{photo}/`) is the durable record:
+whatever lies there of a derived shape, that no row names and that is not newer than
+the row's committed `variant_version`, is garbage (a replaced version, or what a
+failed try left behind). What the sweep may delete, and nothing else:
+
+- only keys of the worker's own derived shapes (keys.DERIVED_KEY): an upload the API
+  stored under the prefix is never touched, and no key that any photo or reference
+  row names as its upload is deleted, whatever its shape;
+- never a version newer than the committed `variant_version`: a job in flight may be
+  writing it (its row lock is held, the sweep reads under the same lock and skips a
+  photo whose lock is taken);
+- every derived object of a photo or event whose row no longer exists.
+
+Three things run it: each photo job right after its commit; the worker itself when
+idle, for every photo whose after-commit sweep failed (storage blip) or found the
+photo busy; and a periodic full sweep of storage (also `manage.py sweep_orphans`),
+which finds what a crash between commit and sweep left, and deleted photos and events.
 """
 
 import logging
+import time
+from dataclasses import dataclass
 
+import psycopg.errors
 from django.core.files.storage import default_storage
+from django.db import OperationalError, transaction
+from django.db.models import Q
 
-from faces.models import Photo, PhotoVariant
-from faces.rendering.keys import photo_prefix
+from faces.models import Photo, PhotoVariant, SubjectReference
+from faces.rendering.keys import derived_version, photo_prefix
 from jobqueue.logfmt import kv
 
 log = logging.getLogger("faces.sweep")
 
 
-def referenced_keys(photo_id) -> set[str]:
-    photo = Photo.objects.filter(id=photo_id).values("public_key", "public_thumb_key").first()
-    keys = set(photo.values()) if photo else set()
-    for key, thumb_key in PhotoVariant.objects.filter(photo_id=photo_id).values_list("key", "thumb_key"):
-        keys.update((key, thumb_key))
-    return {key for key in keys if key}
+class PhotoBusy(Exception):
+    """A job holds the photo's row lock: sweep it later."""
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What the photo's committed rows say, read under its row lock."""
+
+    exists: bool
+    variant_version: int
+    keys: frozenset[str]
 
 
 def sweep_photo(event_id, photo_id) -> int:
-    """Delete every object under the photo's derived prefix that no row points at; returns how many."""
+    """Delete the photo's garbage objects; returns how many. PhotoBusy while a job holds its row."""
     prefix = photo_prefix(event_id, photo_id)
-    keep = referenced_keys(photo_id)
-    deleted = 0
-    for key in list_objects(prefix):
-        if key not in keep:
-            default_storage.delete(key)
-            deleted += 1
-    if deleted:
-        log.info(kv("sweep", photo_id=photo_id, deleted=deleted))
-    return deleted
+    try:
+        with transaction.atomic():
+            committed = locked_state(photo_id)
+            garbage = [key for key in list_objects(prefix) if is_garbage(key, committed)]
+            garbage = without_upload_keys(garbage)
+            for key in garbage:
+                default_storage.delete(key)
+    except OperationalError as error:
+        if isinstance(error.__cause__, psycopg.errors.LockNotAvailable):
+            raise PhotoBusy(f"photo {photo_id} is locked by a job") from None
+        raise
+    if garbage:
+        log.info(kv("sweep", photo_id=photo_id, deleted=len(garbage), photo_exists=committed.exists))
+    return len(garbage)
+
+
+def locked_state(photo_id) -> Committed:
+    """The photo's committed version and keys, its row locked (NOWAIT) until the transaction ends."""
+    photo = (
+        Photo.objects.select_for_update(nowait=True)
+        .filter(id=photo_id)
+        .values("variant_version", "public_key", "public_thumb_key")
+        .first()
+    )
+    if photo is None:
+        return Committed(exists=False, variant_version=0, keys=frozenset())
+    keys = {photo["public_key"], photo["public_thumb_key"]}
+    for key, thumb_key in PhotoVariant.objects.filter(photo_id=photo_id).values_list("key", "thumb_key"):
+        keys.update((key, thumb_key))
+    return Committed(True, photo["variant_version"], frozenset(key for key in keys if key))
+
+
+def is_garbage(key: str, committed: Committed) -> bool:
+    version = derived_version(key)
+    if version is None or key in committed.keys:
+        return False
+    return not committed.exists or version <= committed.variant_version
+
+
+def without_upload_keys(keys: list[str]) -> list[str]:
+    """Drop any key that a photo or reference row names as its upload: uploads are never deleted."""
+    if not keys:
+        return keys
+    uploads = set(
+        Photo.objects.filter(Q(upload_key__in=keys) | Q(upload_thumb_key__in=keys)).values_list(
+            "upload_key", "upload_thumb_key"
+        )
+    )
+    named = {key for pair in uploads for key in pair}
+    named |= set(SubjectReference.objects.filter(upload_key__in=keys).values_list("upload_key", flat=True))
+    return [key for key in keys if key not in named]
+
+
+def sweep_storage(event_ids: list[str] | None = None) -> tuple[int, int]:
+    """Sweep every photo folder in storage (of these events), rows or not; returns (deleted, photos busy).
+
+    A busy photo is remembered for the worker's idle sweep.
+    """
+    deleted = busy = 0
+    for event_id in folders("events/") if event_ids is None else event_ids:
+        for photo_id in folders(f"events/{event_id}/photos/"):
+            try:
+                deleted += sweep_photo(event_id, photo_id)
+            except PhotoBusy:
+                busy += 1
+                remember(event_id, photo_id)
+    return deleted, busy
+
+
+# -- sweeps that failed, retried by the worker when it is idle -------------------
+
+_pending: dict[tuple[str, str], float] = {}
+
+
+def remember(event_id, photo_id) -> None:
+    _pending.setdefault((str(event_id), str(photo_id)), time.monotonic())
 
 
 def sweep_after_commit(event_id, photo_id) -> None:
-    """Best effort right after the job commits; a failure is logged and the next sweep retries it."""
+    """Right after the job commits; a failure is remembered and retried (sweep_pending), never dropped."""
     try:
         sweep_photo(event_id, photo_id)
-    except Exception as error:  # storage down: the objects stay until the next sweep finds them
-        log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}"))
+    except Exception as error:  # storage down or photo busy: the objects stay until a later sweep
+        remember(event_id, photo_id)
+        log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="idle"))
+
+
+def sweep_pending() -> int:
+    """Retry every remembered sweep; what fails again stays remembered. Returns how many succeeded."""
+    done = 0
+    for event_id, photo_id in list(_pending):
+        try:
+            sweep_photo(event_id, photo_id)
+        except Exception as error:  # still failing: stays pending
+            log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="idle"))
+            continue
+        waited = time.monotonic() - _pending.pop((event_id, photo_id))
+        log.info(kv("sweep_retried", photo_id=photo_id, pending_s=round(waited, 1)))
+        done += 1
+    return done
+
+
+def full_sweep() -> None:
+    deleted, busy = sweep_storage()
+    log.info(kv("sweep_storage", deleted=deleted, busy=busy))
+
+
+def folders(prefix: str) -> list[str]:
+    try:
+        found, _ = default_storage.listdir(prefix)
+    except FileNotFoundError:
+        return []
+    return found
 
 
 def list_objects(prefix: str) -> list[str]:
     """Every key under `prefix`, on either storage backend."""
     try:
-        folders, files = default_storage.listdir(prefix)
+        found, files = default_storage.listdir(prefix)
     except FileNotFoundError:
         return []
     keys = [f"{prefix}{name}" for name in files]
-    for folder in folders:
+    for folder in found:
         keys += list_objects(f"{prefix}{folder}/")
     return keys

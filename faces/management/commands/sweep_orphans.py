@@ -1,35 +1,25 @@
-"""`python manage.py sweep_orphans [--event ID]`: delete derived objects no row points at.
+"""`python manage.py sweep_orphans [--event ID]`: delete derived objects nothing points at.
 
-The worker does this for a photo after each of its jobs commits; this command
-catches what a failed delete left behind. Upload keys are never touched.
+The worker does this by itself (after each job, for failed sweeps when idle, and a
+full sweep every WORKER_FULL_SWEEP_S); this command runs the full sweep now. It is
+safe while workers run: a photo whose row a job holds is skipped and left to the
+worker. Uploads are never touched.
 """
 
-from django.core.files.storage import default_storage
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
-from faces.models import Event
-from faces.rendering.sweep import sweep_photo
+from faces.rendering.sweep import sweep_storage
+from jobqueue.messages import is_uuid
 
 
 class Command(BaseCommand):
-    help = "Delete objects under each photo's derived prefix that no row points at."
+    help = "Delete derived objects no row points at: replaced versions, leftovers, deleted photos and events."
 
     def add_arguments(self, parser):
-        parser.add_argument("--event", help="only this event's photos")
+        parser.add_argument("--event", help="only this event's folder (the event may have been deleted)")
 
     def handle(self, *args, event=None, **options):
-        events = [event] if event else Event.objects.values_list("id", flat=True)
-        total = 0
-        for event_id in events:
-            for photo_id in photo_folders(event_id):
-                total += sweep_photo(event_id, photo_id)
-        self.stdout.write(f"sweep_orphans deleted={total}")
-
-
-def photo_folders(event_id) -> list[str]:
-    """Every photo folder that exists in storage for the event: rows may be gone, objects not."""
-    try:
-        folders, _ = default_storage.listdir(f"events/{event_id}/photos/")
-    except FileNotFoundError:
-        return []
-    return folders
+        if event is not None and not is_uuid(event):
+            raise CommandError(f"--event must be an event id (a uuid), not {event!r}")
+        deleted, busy = sweep_storage(None if event is None else [event])
+        self.stdout.write(f"sweep_orphans deleted={deleted} busy={busy}")

@@ -1,0 +1,177 @@
+"""The sweep of derived objects (SPEC §3, §4 rule 5): never what a job in flight writes,
+never an upload, always what replaced, deleted or failed work left behind."""
+
+import threading
+import time
+import uuid
+from io import StringIO
+
+import pytest
+from django.core.files.storage import default_storage
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from faces.models import Event, Photo
+from faces.rendering import files, keys, sweep
+from jobqueue.health import WorkerState
+from jobqueue.worker import Worker, WorkerConfig
+from momentlens.devservices import samples
+from tests import factories
+from tests.publishing_helpers import assert_every_row_key_exists, run_worker_drain
+from tests.queue_helpers import send
+
+pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
+
+
+def derived_objects(photo: Photo) -> list[str]:
+    return [key for key in sweep.list_objects(keys.photo_prefix(photo.event_id, photo.id)) if keys.derived_version(key)]
+
+
+def in_another_thread(action) -> None:
+    """Run `action` on its own database connection, as a second process would, and wait for it."""
+    errors = []
+
+    def run():
+        try:
+            action()
+        except Exception as error:  # re-raised in the test's thread
+            errors.append(error)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(60)
+    assert not errors, errors
+
+
+def test_a_sweep_between_a_jobs_uploads_and_its_commit_deletes_nothing_it_wrote(dnp_photo, monkeypatch):
+    """The reviewer's interleaving: sweep_orphans runs after the job uploaded v1 and before it committed."""
+    photo = dnp_photo
+    outputs = []
+    real_publish = files.publish
+
+    def publish_after_a_sweep(row):
+        in_another_thread(lambda: outputs.append(sweep_orphans(photo.event_id)))
+        real_publish(row)
+
+    monkeypatch.setattr(files, "publish", publish_after_a_sweep)
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+
+    photo.refresh_from_db()
+    assert outputs == ["sweep_orphans deleted=0 busy=1"], "the photo's row was locked: skipped, not swept"
+    assert photo.processed_at is not None
+    assert_every_row_key_exists(photo)
+
+
+def test_the_sweep_never_deletes_a_version_newer_than_the_committed_one(dnp_photo):
+    """What a failed try left (v1 while the row still says 0) may be rewritten by its retry: kept."""
+    photo = dnp_photo
+    left_by_a_failed_try = keys.public_keys(photo.event_id, photo.id, 1)
+    for key in left_by_a_failed_try:
+        files.put(key, b"written by a try that rolled back")
+    assert sweep_orphans(photo.event_id) == "sweep_orphans deleted=0 busy=0"
+    assert all(default_storage.exists(key) for key in left_by_a_failed_try)
+
+
+def test_uploads_under_the_derived_prefix_are_never_deleted(group, group_faces, test_thresholds):
+    """The API may store uploads anywhere, under a photo's derived prefix too, even in a derived shape."""
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    photo_id = uuid.uuid4()
+    prefix = keys.photo_prefix(event.id, photo_id)
+    # A reference upload in a derived shape, under the folder of a photo that does not exist.
+    stray = keys.user_keys(event.id, uuid.uuid4(), 1, user)[0]
+    reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
+    factories.upload(stray, data=default_storage.open(reference.upload_key).read())
+    reference.upload_key = stray
+    reference.save(update_fields=["upload_key"])
+    factories.upload(f"{prefix}original.jpg", group)
+    factories.upload(f"{prefix}original_thumb.jpg", data=b"the API's thumbnail")
+    photo = factories.photo_row(
+        event, photo_id, upload_key=f"{prefix}original.jpg", upload_thumb_key=f"{prefix}original_thumb.jpg"
+    )
+    send({"job": "reference_process", "reference_id": str(reference.id)})
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    send({"job": "reprocess", "photo_id": str(photo.id)})
+    run_worker_drain()
+    sweep_orphans(event.id)
+
+    photo.refresh_from_db()
+    assert photo.variant_version >= 2, "rendered, then rendered again"
+    assert default_storage.exists(photo.upload_key)
+    assert default_storage.exists(photo.upload_thumb_key)
+    assert default_storage.exists(stray), "a reference's upload, whatever its shape"
+    assert_every_row_key_exists(photo)
+    current = f"/v{photo.variant_version}/"
+    assert all(current in key for key in derived_objects(photo)), "the replaced versions are gone"
+
+
+def test_a_failed_delete_is_retried_by_the_worker_itself_when_idle(dnp_photo, monkeypatch, settings):
+    photo = dnp_photo
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    replaced = [photo.public_key, photo.public_thumb_key]
+
+    with monkeypatch.context() as patch:
+        patch.setattr(default_storage, "delete", lambda key: (_ for _ in ()).throw(ConnectionError("storage blip")))
+        send({"job": "reprocess", "photo_id": str(photo.id)})
+        run_worker_drain()
+    assert all(default_storage.exists(key) for key in replaced), "left behind by the blip"
+
+    settings.WORKER_SWEEP_RETRY_S = 0.05
+    settings.WORKER_FULL_SWEEP_S = 0  # only the retry of what failed may clean up here
+    run_worker_until(lambda: not any(default_storage.exists(key) for key in replaced))
+    photo.refresh_from_db()
+    assert_every_row_key_exists(photo)
+
+
+def test_derived_files_of_deleted_photos_and_events_are_swept_uploads_kept(dnp_photo, group, settings):
+    photo = dnp_photo
+    other_event = factories.event("deleted whole")
+    other = factories.photo(other_event, group, blur_regions=[{"x": 0.1, "y": 0.1, "w": 0.2, "h": 0.2}])
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    send({"job": "face_process", "photo_id": str(other.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    assert len(derived_objects(photo)) == 4, "public and the DNP member's own file, with thumbnails"
+    assert len(derived_objects(other)) == 2
+    Photo.objects.filter(id=photo.id).delete()  # the API deletes a photo...
+    Event.objects.filter(id=other_event.id).delete()  # ...and a whole event
+
+    settings.WORKER_SWEEP_RETRY_S = 0
+    settings.WORKER_FULL_SWEEP_S = 0.05
+    run_worker_until(lambda: not derived_objects(photo) and not derived_objects(other))
+    for gone in (photo, other):
+        assert default_storage.exists(gone.upload_key), "uploads are the API's: never deleted"
+        assert default_storage.exists(gone.upload_thumb_key)
+
+
+def test_sweep_orphans_refuses_an_event_that_is_not_an_id():
+    """A CommandError: one line on stderr and exit 1 from the command line, never a silent success."""
+    with pytest.raises(CommandError, match="must be an event id"):
+        call_command("sweep_orphans", "--event", "nope")
+
+
+def sweep_orphans(event_id) -> str:
+    """The command on one event: the test bucket holds other tests' folders too."""
+    out = StringIO()
+    call_command("sweep_orphans", "--event", str(event_id), stdout=out)
+    return out.getvalue().strip()
+
+
+def run_worker_until(condition, timeout_s: float = 30.0) -> None:
+    """The real loop, not draining: it goes idle and runs its idle tasks until `condition` holds."""
+    worker = Worker(WorkerConfig.from_settings(), WorkerState())
+    thread = threading.Thread(target=lambda: (worker.run(), connection.close()))
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while not condition():
+            assert time.monotonic() < deadline, "the worker did not sweep by itself in time"
+            time.sleep(0.05)
+    finally:
+        worker.request_stop()
+        thread.join(30)
