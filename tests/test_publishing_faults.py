@@ -157,3 +157,22 @@ def test_a_failed_delete_after_commit_is_swept_later(dnp_photo, monkeypatch, cap
     assert_every_row_key_exists(photo)
     assert default_storage.exists(photo.upload_key)
     assert default_storage.exists(photo.upload_thumb_key)
+
+
+def test_a_retry_in_the_same_process_reuses_the_failed_trys_detection(dnp_photo, seaweed, monkeypatch):
+    """The first try detected, then failed on an upload: its face rows rolled back, its detection did not."""
+    from faces.engines import resident_engine
+
+    engine = resident_engine()
+    analyzed = []
+    real_analyze = engine.analyze
+    monkeypatch.setattr(engine, "analyze", lambda image, **kw: analyzed.append(1) or real_analyze(image, **kw))
+    send({"job": "face_process", "photo_id": str(dnp_photo.id)})
+    with Outage(seaweed, monkeypatch, stop_at=2, recover=True) as outage:
+        run_worker_drain()
+
+    dnp_photo.refresh_from_db()
+    assert outage.calls > 4, "a failed try, then a full retry"
+    assert dnp_photo.processed_at is not None
+    assert len(analyzed) == 1, "detected once for two tries"
+    assert dnp_photo.faces.count() == 6
