@@ -33,6 +33,8 @@ CREATE TABLE subject_references (
     created_at    timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX subject_references_user_idx ON subject_references (user_id);
+-- The sweep never deletes an object a row names as an upload (docs/ARCHITECTURE.md §3).
+CREATE INDEX subject_references_upload_key_idx ON subject_references (upload_key);
 
 CREATE TABLE photos (
     id                 uuid PRIMARY KEY DEFAULT gen_random_uuid(),
@@ -51,6 +53,8 @@ CREATE TABLE photos (
     created_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX photos_event_idx ON photos (event_id);
+CREATE INDEX photos_upload_key_idx ON photos (upload_key);
+CREATE INDEX photos_upload_thumb_key_idx ON photos (upload_thumb_key);
 
 CREATE TABLE photo_variants (
     photo_id         uuid NOT NULL REFERENCES photos (id) ON DELETE CASCADE,
