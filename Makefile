@@ -33,6 +33,6 @@ clean:
 	rm -rf $(VENV)
 
 # `make demo`: the main job on the embedded defaults (PostgreSQL under var/postgres,
-# files under var/media, the portable engine); the report lands in var/demo/.
+# files under var/media, the buffalo_s models); the report lands in var/demo/.
 demo: $(STAMP)
 	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/python manage.py demo

@@ -59,12 +59,21 @@ class PhotoMatch:
     candidates: Candidates
     similarity: np.ndarray  # (F, U)
     limits: thresholds.Thresholds
+    # Each face's blur threshold, from its width in pixels (small faces embed worse); NaN: not measured.
+    blur_at: np.ndarray  # (F,)
 
     @classmethod
-    def for_faces(cls, faces: list[Face], event_id, engine: str) -> "PhotoMatch":
+    def for_faces(cls, faces: list[Face], event_id, engine: str, image_width: int | None) -> "PhotoMatch":
         candidates = Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
-        return cls(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine))
+        widths = [face.box_w * image_width if image_width else None for face in faces]
+        return cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), widths)
+
+    @classmethod
+    def of(cls, faces, candidates, similarity, limits: thresholds.Thresholds, widths_px: list) -> "PhotoMatch":
+        """The match, each face's blur threshold taken from its width in pixels (None: unknown, counts as small)."""
+        blur_at = np.array([_or_nan(limits.blur_for(width)) for width in widths_px], dtype=np.float32)
+        return cls(faces, candidates, similarity, limits, blur_at)
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         """Per face: (matched user or None, best similarity or None when there is no candidate)."""
@@ -90,10 +99,10 @@ class PhotoMatch:
 
     def blurred(self, viewer: uuid.UUID | None = None) -> list[bool]:
         """Per face: blurred in the public file (viewer None) or in DNP member `viewer`'s own file."""
-        if self.limits.blur is None:
+        if np.isnan(self.blur_at).any():
             return [True] * len(self.faces)
         dnp_columns = np.flatnonzero(self.candidates.dnp)
-        reaches = self.similarity[:, dnp_columns] >= self.limits.blur  # (F, D)
+        reaches = self.similarity[:, dnp_columns] >= self.blur_at[:, None]  # (F, D)
         own = [i for i, column in enumerate(dnp_columns) if self.candidates.user_ids[column] == viewer]
         others = np.delete(reaches, own, axis=1).any(axis=1)
         if viewer is None:
@@ -113,8 +122,12 @@ def faces_to_blur(photo, viewer: uuid.UUID | None = None) -> list[Face]:
     faces = list(photo.faces.order_by("id"))
     if not faces:
         return []
-    match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine)
+    match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, photo.width)
     return [face for face, blur in zip(faces, match.blurred(viewer), strict=True) if blur]
+
+
+def _or_nan(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 def record_matches(match: PhotoMatch) -> None:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.apps import apps
-from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
@@ -114,23 +113,29 @@ def face_models() -> str:
     from faces.engines.base import ModelsMissing
 
     try:
-        engine = build_engine(settings.FACE_ENGINE)
-    except (ModelsMissing, ValueError) as error:
+        engine = build_engine()
+    except ModelsMissing as error:
         raise CheckFailed(str(error), "see docs/OPERATIONS.md, 'Face models'") from None
-    return f"{engine.name} loaded"
+    pack = engine.pack
+    checked = "sha256 checked" if pack.sha256 else "structure checked, no digest known"
+    return f"{engine.name} loaded: {pack.detector}, {pack.recognizer} ({checked})"
 
 
 def thresholds() -> str:
-    from faces.engines import engine_name
+    from faces.engines import configured_engine_name
     from faces.thresholds import for_engine
 
-    name = engine_name(settings.FACE_ENGINE)
+    name = configured_engine_name()
     limits = for_engine(name)
-    values = {field: getattr(limits, field) for field in ("match", "blur", "cluster")}
-    if any(value is None for value in values.values()):
-        unmeasured = ", ".join(k for k, v in values.items() if v is None)
-        return f"{name}: not measured ({unmeasured}): failing closed, every face blurred"
-    return f"{name}: " + " ".join(f"{k}={v}" for k, v in values.items())
+    if not limits.measured:
+        return (
+            f"WARNING {name}: thresholds NOT MEASURED: failing closed, EVERY face is blurred in EVERY file "
+            "(docs/OPERATIONS.md, 'Measuring thresholds')"
+        )
+    return (
+        f"{name}: match={limits.match} cluster={limits.cluster} blur={limits.blur} "
+        f"(faces under {limits.small_face_px} px: {limits.blur_for(0)})"
+    )
 
 
 CHECKS = [

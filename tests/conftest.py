@@ -124,23 +124,24 @@ def s3_media_storage(settings, seaweed):
     return default_storage
 
 
+ENGINE = "insightface-buffalo_s"
+
+
 @pytest.fixture
 def test_thresholds(monkeypatch):
-    """Thresholds for tests, set here and never through configuration (SPEC §6)."""
+    """buffalo_s's measured thresholds, set here and never through configuration (docs/ARCHITECTURE.md §6)."""
     from faces import thresholds
-    from faces.engines.portable import NAME
 
-    chosen = thresholds.Thresholds(match=0.95, blur=0.94, cluster=0.95)
-    monkeypatch.setitem(thresholds.THRESHOLDS, NAME, chosen)
-    return chosen
+    measured = thresholds.Thresholds(match=0.40, blur=0.30, cluster=0.45, small_face_blur=0.15)
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, measured)
+    return measured
 
 
 @pytest.fixture
 def unmeasured_thresholds(monkeypatch):
     from faces import thresholds
-    from faces.engines.portable import NAME
 
-    monkeypatch.setitem(thresholds.THRESHOLDS, NAME, thresholds.NOT_MEASURED)
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, thresholds.NOT_MEASURED)
     return thresholds.NOT_MEASURED
 
 

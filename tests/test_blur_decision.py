@@ -13,7 +13,9 @@ X, Y, GUEST = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
 LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
 
 
-def photo_match(similarity: list[list[float]], limits=LIMITS, unidentifiable_dnp: int = 0) -> PhotoMatch:
+def photo_match(
+    similarity: list[list[float]], limits=LIMITS, unidentifiable_dnp: int = 0, width_px: float | None = 100
+) -> PhotoMatch:
     """Faces (rows) against candidates X (DNP), Y (DNP) and GUEST (not DNP)."""
     candidates = Candidates(
         user_ids=[X, Y, GUEST],
@@ -23,7 +25,8 @@ def photo_match(similarity: list[list[float]], limits=LIMITS, unidentifiable_dnp
         unidentifiable_dnp=unidentifiable_dnp,
     )
     faces = [SimpleNamespace(id=i) for i in range(len(similarity))]
-    return PhotoMatch(faces, candidates, np.array(similarity, dtype=np.float32), limits)
+    widths = [width_px] * len(faces)
+    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits, widths)
 
 
 def test_a_face_matched_to_x_is_visible_only_in_x_own_file():
@@ -81,3 +84,27 @@ def test_a_dnp_member_nobody_can_recognise_blurs_every_face_but_each_member_keep
     assert match.blurred() == [True, True, True]
     assert match.blurred(viewer=X) == [False, True, True]
     assert match.own_file_users() == [X]
+
+
+SIZED = Thresholds(match=0.4, blur=0.3, cluster=0.45, small_face_blur=0.15, small_face_px=32)
+
+
+@pytest.mark.parametrize(
+    ("width_px", "similarity_to_x", "blurred"),
+    [
+        (100, 0.25, False),  # a large stranger's face under blur
+        (32, 0.25, False),  # 32 px counts as large
+        (31, 0.25, True),  # a small face embeds worse: the lower threshold blurs it
+        (24, 0.16, True),
+        (24, 0.14, False),
+        (None, 0.16, True),  # width unknown: treated as small
+    ],
+)
+def test_the_blur_threshold_follows_the_face_width(width_px, similarity_to_x, blurred):
+    match = photo_match([[similarity_to_x, 0.0, 0.0]], limits=SIZED, width_px=width_px)
+    assert match.blurred() == [blurred]
+
+
+def test_small_faces_may_not_get_a_higher_blur_threshold_than_large_ones():
+    with pytest.raises(ValueError, match="small faces"):
+        Thresholds(match=0.4, blur=0.3, cluster=0.45, small_face_blur=0.35)

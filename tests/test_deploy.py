@@ -84,7 +84,7 @@ def test_the_env_example_names_every_setting_the_unit_needs():
         "R2_SECRET_ACCESS_KEY",
         "SENTRY_DSN",
         "WORKER_HEALTH_PORT",
-        "FACE_ENGINE",
+        "FACE_MODEL_PACK",
         "FACE_MODEL_ROOT",
         "ORT_INTRA_OP_THREADS",
     ):

@@ -1,16 +1,16 @@
-"""Detection, matching and clustering on real photos with the portable engine."""
+"""Detection, matching and clustering on real photos with the buffalo_s engine."""
 
 import numpy as np
 import pytest
 
 from faces.engines import resident_engine
-from faces.engines.portable import NAME as PORTABLE
 from faces.jobs.reference_process import reference_process
 from faces.matching import faces_to_blur
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
 from faces.recognition import detect_and_store, match_and_cluster
 from momentlens.devservices import samples
 from tests import factories
+from tests.conftest import ENGINE
 
 pytestmark = pytest.mark.usefixtures("media_storage")
 
@@ -29,7 +29,7 @@ def iou(a, b) -> float:
 
 
 @pytest.mark.django_db
-def test_the_portable_engine_finds_the_six_faces_of_t1(group):
+def test_the_engine_finds_the_six_faces_of_t1(group):
     photo = factories.photo(factories.event(), group)
     faces = detect_and_store(photo, group)
     assert len(faces) == 6
@@ -65,9 +65,9 @@ def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(gro
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.READY
 
-    photo = factories.photo(event, group)
+    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo)
+    match_and_cluster(photo, group.shape[1])
 
     faces = stored_faces(photo)
     assert [face.matched_user_id for face in faces] == [None, None, user, None, None, None]
@@ -84,10 +84,10 @@ def test_with_thresholds_not_measured_nothing_matches_and_every_face_is_blurred(
 ):
     event = factories.event()
     user = factories.member(event, dnp=True)
-    factories.ready_reference(user, group_faces[2].embedding, PORTABLE)
-    photo = factories.photo(event, group)
+    factories.ready_reference(user, group_faces[2].embedding, ENGINE)
+    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo)
+    match_and_cluster(photo, group.shape[1])
 
     faces = stored_faces(photo)
     assert all(face.matched_user_id is None for face in faces)
@@ -103,12 +103,12 @@ def test_other_events_members_who_left_and_other_engines_never_match(group, grou
     in_other_event = factories.member(elsewhere, dnp=True)
     left = factories.member(event, dnp=True, status="left")
     other_engine = factories.member(event, dnp=True)
-    factories.ready_reference(in_other_event, group_faces[0].embedding, PORTABLE)
-    factories.ready_reference(left, group_faces[1].embedding, PORTABLE)
+    factories.ready_reference(in_other_event, group_faces[0].embedding, ENGINE)
+    factories.ready_reference(left, group_faces[1].embedding, ENGINE)
     factories.ready_reference(other_engine, group_faces[2].embedding, "insightface-buffalo_l")
-    photo = factories.photo(event, group)
+    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo)
+    match_and_cluster(photo, group.shape[1])
 
     assert all(face.matched_user_id is None for face in photo.faces.all())
     assert all(face.similarity is None for face in photo.faces.all()), "no candidate, no comparison"
@@ -125,13 +125,13 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
     event = factories.event()
     user = factories.member(event, dnp=True)
     pending = factories.reference(user, samples.derived_portrait(group, group_faces[3].box))
-    photo = factories.photo(event, group)
+    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo)
+    match_and_cluster(photo, group.shape[1])
     assert len(faces_to_blur(photo)) == 6, "pending reference: when unsure, blur"
 
     reference_process({"job": "reference_process", "reference_id": str(pending.id)})
-    match_and_cluster(photo)
+    match_and_cluster(photo, group.shape[1])
     blurred = faces_to_blur(photo)
     assert [face.matched_user_id for face in blurred] == [user]
 
@@ -139,14 +139,14 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
 @pytest.mark.django_db
 def test_clustering_groups_the_same_person_across_photos_and_separates_people(group, test_thresholds):
     event = factories.event()
-    first = factories.photo(event, group)
+    first = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(first, group)
-    match_and_cluster(first)
+    match_and_cluster(first, group.shape[1])
     smaller = samples.recolour(np.ascontiguousarray(group[:, ::1]), hue_shift=4, gain=1.05)
     smaller = samples.cv2.resize(smaller, None, fx=0.8, fy=0.8)
     second = factories.photo(event, smaller)
     detect_and_store(second, smaller)
-    match_and_cluster(second)
+    match_and_cluster(second, group.shape[1])
 
     assert UnknownCluster.objects.filter(event=event).count() == 6
     for a, b in zip(stored_faces(first), stored_faces(second), strict=True):
@@ -174,7 +174,7 @@ def test_reference_process_outcomes(group, test_thresholds):
     for ref in (one, none, many):
         ref.refresh_from_db()
     assert (one.status, none.status, many.status) == ("ready", "no_face", "many_faces")
-    assert one.engine == PORTABLE
+    assert one.engine == ENGINE
     assert np.linalg.norm(one.embedding) == pytest.approx(1.0, abs=1e-5)
     assert none.embedding is None
     assert many.embedding is None

@@ -1,4 +1,5 @@
-"""The insightface engine on small buffalo_l-format models with known weights.
+"""The insightface engine: exact geometry on small buffalo_l-format models with known weights, and
+the refusal of missing, corrupted or swapped model files (buffalo_s's real files, copied).
 
 The detector has det_10g's interface (input 1x3xHxW with dynamic H and W; per stride
 8/16/32 and two anchors per cell: scores [N,1], distances [N,4], landmarks [N,10])
@@ -8,6 +9,7 @@ every anchor predicts the same distances. The recogniser has w600k_r50's interfa
 expected box, landmarks and embedding follow from the constants below.
 """
 
+import shutil
 import socket
 import sys
 
@@ -20,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 from faces.engines import build_engine
 from faces.engines.base import EMBEDDING_DIMENSIONS, ModelsMissing
 from faces.engines.insightface import SCORE_THRESHOLD, InsightFaceEngine
+from faces.engines.packs import BUFFALO_L, BUFFALO_S, ModelFileRejected, pack_folder
 
 STRIDES = (8, 16, 32)
 ANCHORS = 2
@@ -160,11 +163,11 @@ def no_network(monkeypatch):
 
 
 def test_name(model_folder):
-    assert InsightFaceEngine(model_folder).name == "insightface-buffalo_l"
+    assert InsightFaceEngine(BUFFALO_L, model_folder).name == "insightface-buffalo_l"
 
 
 def test_detect_once_returns_the_anchor_box_and_landmarks_in_image_pixels(model_folder, photo):
-    detections = InsightFaceEngine(model_folder).detect_once(photo)
+    detections = InsightFaceEngine(BUFFALO_L, model_folder).detect_once(photo)
 
     assert len(detections) == 1  # the under-threshold anchor is not a face
     (face,) = detections
@@ -179,10 +182,10 @@ def test_detect_once_returns_the_anchor_box_and_landmarks_in_image_pixels(model_
 
 
 def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
-    engine = InsightFaceEngine(model_folder)
+    engine = InsightFaceEngine(BUFFALO_L, model_folder)
     (face,) = engine.detect_once(photo)
 
-    embedding = engine.embed(photo, face)
+    (embedding,) = engine.embed_many(photo, [face])
 
     assert embedding.shape == (EMBEDDING_DIMENSIONS,)
     assert np.linalg.norm(embedding) == pytest.approx(1.0, abs=1e-5)
@@ -191,7 +194,7 @@ def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
 
 
 def test_analyze_never_touches_the_network(model_folder, photo, no_network):
-    engine = InsightFaceEngine(model_folder)
+    engine = InsightFaceEngine(BUFFALO_L, model_folder)
     (face,) = engine.analyze(photo)
 
     assert no_network == []
@@ -202,7 +205,7 @@ def test_analyze_never_touches_the_network(model_folder, photo, no_network):
 
 
 def test_one_detector_session_serves_every_image_size(model_folder, photo):
-    engine = InsightFaceEngine(model_folder)
+    engine = InsightFaceEngine(BUFFALO_L, model_folder)
     for size in ((WIDTH, HEIGHT), (320, 96), (64, 480)):
         engine.detect_once(cv2.resize(photo, size))
 
@@ -218,7 +221,7 @@ def test_missing_folder_is_refused_before_loading_anything(tmp_path, monkeypatch
     folder = tmp_path / "models" / "buffalo_l"
 
     with pytest.raises(ModelsMissing) as refused:
-        InsightFaceEngine(folder)
+        InsightFaceEngine(BUFFALO_L, folder)
 
     message = str(refused.value)
     assert str(folder) in message
@@ -234,7 +237,7 @@ def test_folder_with_one_file_names_the_other(model_folder, present, missing):
     (model_folder / missing).unlink()
 
     with pytest.raises(ModelsMissing) as refused:
-        InsightFaceEngine(model_folder)
+        InsightFaceEngine(BUFFALO_L, model_folder)
 
     message = str(refused.value)
     assert str(model_folder) in message
@@ -245,12 +248,61 @@ def test_folder_with_one_file_names_the_other(model_folder, present, missing):
 def test_detector_without_landmarks_is_refused(model_folder):
     _save(_detector_graph(with_landmarks=False), model_folder / "det_10g.onnx")
 
-    with pytest.raises(ModelsMissing, match="landmarks"):
-        InsightFaceEngine(model_folder)
+    with pytest.raises(ModelFileRejected, match="landmarks"):
+        InsightFaceEngine(BUFFALO_L, model_folder)
 
 
 def test_build_engine_fails_fast_without_buffalo_l(settings, tmp_path):
     settings.FACE_MODEL_ROOT = tmp_path
 
     with pytest.raises(ModelsMissing, match="buffalo_l"):
-        build_engine("insightface")
+        build_engine("buffalo_l")
+
+
+@pytest.fixture
+def buffalo_s_copy(tmp_path):
+    """buffalo_s's real files, copied where FACE_MODEL_ROOT/buffalo_s would hold them."""
+    folder = tmp_path / "buffalo_s"
+    folder.mkdir()
+    installed = pack_folder(BUFFALO_S, tmp_path / "elsewhere")
+    for name in (BUFFALO_S.detector, BUFFALO_S.recognizer):
+        shutil.copy(installed / name, folder / name)
+    return folder
+
+
+def test_buffalo_s_files_are_checked_by_digest(buffalo_s_copy):
+    assert BUFFALO_S.files(buffalo_s_copy) == (
+        buffalo_s_copy / "scrfd_500m_bnkps.onnx",
+        buffalo_s_copy / "w600k_mbf.onnx",
+    )
+
+
+def test_a_corrupted_model_file_is_refused_before_any_session(buffalo_s_copy, monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # refused before onnxruntime is touched
+    recognizer = buffalo_s_copy / "w600k_mbf.onnx"
+    recognizer.write_bytes(recognizer.read_bytes()[:-1024])
+
+    with pytest.raises(ModelFileRejected) as refused:
+        InsightFaceEngine(BUFFALO_S, buffalo_s_copy)
+    assert str(recognizer) in str(refused.value)
+    assert "9cc6e4a75f0e2bf0b1aed94578f144d15175f357bdc05e815e5c4a02b319eb4f" in str(refused.value)
+
+
+def test_swapped_model_files_are_refused(buffalo_s_copy):
+    detector, recognizer = buffalo_s_copy / "scrfd_500m_bnkps.onnx", buffalo_s_copy / "w600k_mbf.onnx"
+    detector_bytes = detector.read_bytes()
+    detector.write_bytes(recognizer.read_bytes())
+    recognizer.write_bytes(detector_bytes)
+
+    with pytest.raises(ModelFileRejected, match=r"is not buffalo_s's scrfd_500m_bnkps\.onnx"):
+        InsightFaceEngine(BUFFALO_S, buffalo_s_copy)
+
+
+def test_swapped_buffalo_l_files_are_refused_by_structure(model_folder):
+    detector, recognizer = model_folder / "det_10g.onnx", model_folder / "w600k_r50.onnx"
+    detector_bytes = detector.read_bytes()
+    detector.write_bytes(recognizer.read_bytes())
+    recognizer.write_bytes(detector_bytes)
+
+    with pytest.raises(ModelFileRejected):
+        InsightFaceEngine(BUFFALO_L, model_folder)

@@ -40,7 +40,7 @@ def make_face(photo: Photo, embedding: list[float], **fields) -> Face:
         landmarks=[[0.11, 0.22], [0.13, 0.22], [0.12, 0.24], [0.11, 0.26], [0.13, 0.26]],
         det_score=0.98,
         embedding=embedding,
-        engine="portable",
+        engine="insightface-buffalo_s",
         **fields,
     )
 
@@ -74,7 +74,7 @@ def test_subject_reference_stores_embedding_and_box():
         upload_key="users/u/references/r.jpg",
         status=SubjectReference.Status.READY,
         embedding=embedding,
-        engine="portable",
+        engine="insightface-buffalo_s",
         box={"x": 0.2, "y": 0.1, "w": 0.5, "h": 0.6},
     )
     stored = SubjectReference.objects.get(pk=reference.pk)

@@ -1,4 +1,4 @@
-"""Publishing end to end: run_worker --drain, real PostgreSQL, real SeaweedFS S3, portable engine."""
+"""Publishing end to end: run_worker --drain, real PostgreSQL, real SeaweedFS S3, buffalo_s engine."""
 
 import uuid
 

@@ -1,4 +1,4 @@
-"""Blur strength, blur geometry and file hygiene, on real photos with the real portable engine."""
+"""Blur strength, blur geometry and file hygiene, on real photos with the real buffalo_s engine."""
 
 import io
 
@@ -9,10 +9,10 @@ from PIL import Image
 
 from faces import thresholds
 from faces.engines import resident_engine
-from faces.engines.portable import NAME as PORTABLE
 from faces.rendering.blur import FACE_EXPANSION, blur_ellipse, blur_rectangle, expanded_face_box, region_box
 from faces.rendering.codec import encode_jpeg, thumbnail
 from momentlens.devservices import samples
+from tests.conftest import ENGINE
 
 
 def fraction_box(face, width, height):
@@ -23,7 +23,7 @@ def fraction_box(face, width, height):
 def test_a_blurred_face_no_longer_matches_its_owner_at_the_blur_threshold(group):
     """Each t1 face in turn is the DNP face: its reference is a different image of it."""
     engine = resident_engine()
-    blur_at = thresholds.for_engine(PORTABLE).blur
+    blur_at = thresholds.for_engine(ENGINE).blur
     height, width = group.shape[:2]
     for face in engine.analyze(group):
         reference = engine.analyze(samples.derived_portrait(group, face.box))[0].embedding

