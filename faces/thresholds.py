@@ -47,9 +47,9 @@ class Thresholds:
 NOT_MEASURED = Thresholds(match=None, blur=None, cluster=None)
 
 THRESHOLDS: dict[str, Thresholds] = {
-    # measure_thresholds and scripts/measure_buffalo_s.py on real, different photos of
-    # the same people (§6): genuine >= 0.44 down to 24 px sharp, >= 0.17 at 24 px blurred;
-    # strangers <= 0.373 at every size.
+    # manage.py measure_thresholds on real, different photos of the same people
+    # (scripts/make_identity_set.py; §6): genuine >= 0.58 from 32 px up, >= 0.26 at 24 px
+    # blurred (>= 0.17 once recompressed as JPEG q75); strangers <= 0.373 at every size.
     "insightface-buffalo_s": Thresholds(match=0.40, blur=0.30, cluster=0.45, small_face_blur=0.15),
     # buffalo_l: not measured here (its weights cannot be fetched here): fails closed
     # until an operator measures it on the server (docs/OPERATIONS.md).

@@ -181,7 +181,8 @@ class Command(BaseCommand):
             "| impostor pairs >= blur | stranger faces blurred |\n|---|---|---|---|---|"
         )
         for row in rows:
-            self.stdout.write(price_line(row, recommended.blur_for(row.condition.size)))
+            # Full resolution counts as wide (blur_for(None) would treat it as small).
+            self.stdout.write(price_line(row, recommended.blur_for(row.condition.size or math.inf)))
 
 
 def pair_similarities(embeddings: dict[str, list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
@@ -290,15 +291,12 @@ def share(hits: np.ndarray) -> str:
 
 
 def recommend(rows: list[Row], small_face_px: int = Thresholds.small_face_px) -> tuple[Thresholds, list[str]]:
-    """match at least STEP/2 above every impostor pair at every size; cluster one step stricter; blur BLUR_MARGIN below
-    match for faces >= small_face_px, capped at their genuine floor; small_face_blur at the genuine floor of the
-    smaller ones (blurred variant included). Notes say where a sharp genuine pair would not reach match/cluster."""
+    """match at least STEP/2 above every impostor pair at every size; cluster one step stricter; blur
+    BLUR_MARGIN below match for faces >= small_face_px, capped at their genuine floor; small_face_blur at the
+    genuine floor of smaller faces (the blurred variant included). Both floors are rounded down to STEP."""
     impostor_max = max(max(row.impostor) for row in rows if row.impostor)
+    large_floor, small_floor = genuine_floors(rows, small_face_px)
     match = round(math.ceil(round((impostor_max + STEP / 2) / STEP, 6)) * STEP, 2)
-    large = [row for row in rows if row.floor is not None and (row.condition.size or math.inf) >= small_face_px]
-    small = [row for row in rows if row.floor is not None and (row.condition.size or math.inf) < small_face_px]
-    large_floor = min((row.floor for row in large), default=0.0)
-    small_floor = min((row.floor for row in small), default=large_floor)
     blur = round(min(match - BLUR_MARGIN, _step_down(large_floor)), 2)
     recommended = Thresholds(
         match=match,
@@ -307,26 +305,33 @@ def recommend(rows: list[Row], small_face_px: int = Thresholds.small_face_px) ->
         small_face_blur=round(min(blur, _step_down(small_floor)), 2),
         small_face_px=small_face_px,
     )
-    notes = [
+    rule = (
         f"rule: match = highest impostor pair at any size ({impostor_max:.3f}) + {STEP / 2}, rounded up to {STEP}; "
         f"cluster = match + {STEP}; blur = min(match - {BLUR_MARGIN}, genuine floor >= {small_face_px} px "
         f"({large_floor:.2f}) rounded down to {STEP}); small_face_blur = min(blur, genuine floor "
         f"< {small_face_px} px ({small_floor:.2f}) rounded down to {STEP})"
-    ]
-    sharp = [row for row in rows if row.floor is not None and not row.condition.sigma]
-    notes += [
-        f"note: {row.condition.label}: genuine floor {row.floor:.2f} is below match {match:.2f}: "
-        "those faces are blurred, not matched"
-        for row in sharp
-        if row.floor < match
-    ]
-    notes += [
-        f"note: {row.condition.label}: genuine floor {row.floor:.2f} is below cluster "
-        f"{recommended.cluster:.2f}: those faces may form their own clusters"
-        for row in large
-        if row.floor < recommended.cluster
-    ]
-    return recommended, notes
+    )
+    return recommended, [rule, *warnings(rows, recommended)]
+
+
+def genuine_floors(rows: list[Row], small_face_px: int) -> tuple[float, float]:
+    """The lowest per-size genuine floor of faces at least small_face_px wide (full res included), and below."""
+    measured = [row for row in rows if row.floor is not None]
+    large = [row.floor for row in measured if (row.condition.size or math.inf) >= small_face_px]
+    small = [row.floor for row in measured if (row.condition.size or math.inf) < small_face_px]
+    large_floor = min(large, default=0.0)
+    return large_floor, min(small, default=large_floor)
+
+
+def warnings(rows: list[Row], recommended: Thresholds) -> list[str]:
+    """Where sharp genuine pairs would not reach match, or faces >= small_face_px would not reach cluster."""
+    result = []
+    for row in (row for row in rows if row.floor is not None and not row.condition.sigma):
+        if row.floor < recommended.match:
+            result.append(f"note: {row.condition.label}: genuine floor {row.floor:.2f} is below match: not matched")
+        if row.floor < recommended.cluster and (row.condition.size or math.inf) >= recommended.small_face_px:
+            result.append(f"note: {row.condition.label}: genuine floor {row.floor:.2f} is below cluster")
+    return result
 
 
 def _step_down(value: float) -> float:
