@@ -45,8 +45,8 @@ def main() -> None:
 
     import dlib  # noqa: F401  imported before any timing: a worker imports once, whatever it loads
     import onnxruntime  # noqa: F401
-
     from faces.engines.portable import PortableEngine
+
     from momentlens.devservices import samples
 
     started = time.perf_counter()

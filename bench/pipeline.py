@@ -4,7 +4,7 @@ A 12 MP group photo (t1.jpg upscaled, light noise so the codec has texture), 6
 faces, 2 DNP members with ready references: N+1 = 3 files. Each stage is timed by
 wrapping the function that does it; "other" is the rest of the job (row writes,
 commit, queue, Python). Then photos per minute at 1 MP and 12 MP. Real embedded
-PostgreSQL, real SeaweedFS S3, the portable engine.
+PostgreSQL, real SeaweedFS S3, the buffalo_s engine.
 
 Usage: python bench/pipeline.py [--photos 3] [--threads 1]
 """
@@ -100,14 +100,14 @@ class StageTimer:
     def install(self):
         from django.db import connections
 
-        from faces.engines.portable import PortableEngine
+        from faces.engines.insightface import InsightFaceEngine
         from faces.jobs import photo_jobs
         from faces.rendering import files
 
         self._wrap(photo_jobs, "read_object", "fetch")
         self._wrap(photo_jobs, "decode_upload", "decode")
-        self._wrap(PortableEngine, "detect_once", "detect")
-        self._wrap(PortableEngine, "embed", "embed")
+        self._wrap(InsightFaceEngine, "detect", "detect")
+        self._wrap(InsightFaceEngine, "embed_many", "embed")
         self._wrap(photo_jobs, "match_and_cluster", "match")
         self._wrap(files, "plan_files", "match")
         self._wrap(files, "blur_ellipse", "blur")

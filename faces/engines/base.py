@@ -43,13 +43,17 @@ class FaceEngine(ABC):
 
     def analyze(self, image: np.ndarray, *, small_faces: bool = True) -> list[DetectedFace]:
         """Every face in `image`; without `small_faces` only the whole-image pass runs (a selfie)."""
-        plan = self.tiling if small_faces else replace(self.tiling, enabled=False)
-        detections = detect_tiled(self.detect_once, image, plan)
+        detections = self.detect(image, small_faces=small_faces)
         embeddings = self.embed_many(image, detections)
         return [
             DetectedFace(d.box, d.landmarks, d.score, embedding, self.name)
             for d, embedding in zip(detections, embeddings, strict=True)
         ]
+
+    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Detection]:
+        """Every face, large and small (faces/engines/tiling.py), in pixels of `image`."""
+        plan = self.tiling if small_faces else replace(self.tiling, enabled=False)
+        return detect_tiled(self.detect_once, image, plan)
 
     @abstractmethod
     def detect_once(self, image: np.ndarray) -> list[Detection]:

@@ -7,6 +7,7 @@ them before any session is built. Recognition embeds all of a photo's faces in o
 batch.
 """
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +21,13 @@ SCORE_THRESHOLD = 0.5
 STRIDE = 32
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
+# onnxruntime's own log: errors only. A batch of faces through a recogniser exported
+# with batch size 1 runs correctly but warns on every call.
+ORT_LOG_ERRORS_ONLY = 3
+
+# insightface's norm_crop calls scikit-image's deprecated SimilarityTransform.estimate; the
+# result is the same, and the warning would print on every face.
+warnings.filterwarnings("ignore", category=FutureWarning, module="insightface.utils.face_align")
 
 
 class InsightFaceEngine(FaceEngine):
@@ -73,6 +81,7 @@ def _session(model_file: str, intra_op_threads: int, providers: list[str]):
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = intra_op_threads
     options.inter_op_num_threads = 1
+    options.log_severity_level = ORT_LOG_ERRORS_ONLY
     try:
         return onnxruntime.InferenceSession(model_file, options, providers=providers)
     except Exception as error:  # onnxruntime raises its own types for files that are not models
