@@ -1,151 +1,161 @@
-"""What one `analyze` (tiled detection + embedding) costs by photo size, and what loading the engine per job would cost.
+"""What one `analyze` (detection, small faces included, + embedding) costs by photo size, in time and
+memory, and what loading the engine per job would cost.
 
-1. `PortableEngine.analyze` on insightface's t1.jpg (six faces) resized, aspect kept,
-   to 1, 12 and 24 MP: faces found, detector passes, seconds (best of 3 at 1 MP,
-   best of 2 above) and the share of it spent embedding; ratio against 1 MP.
-2. Cold load per job vs a resident engine on the 1 MP image: constructing
-   `PortableEngine` and analysing (a new engine each time, in this process, modules
-   already imported) vs analysing with an engine already loaded; plus, for scale, a
-   new Python process per job (interpreter start, imports, load, analyze).
+1. For each size (insightface's t1.jpg, six faces, resized to 1, 12, 24 and 48 MP) a fresh
+   process loads the engine, analyses the photo (best of 2; 3 at 1 MP) and reports faces,
+   seconds, the share spent embedding, and its peak RSS (`ru_maxrss`) beside the RSS
+   before the first analyze. Ratio against 1 MP, and seconds per megapixel: time should
+   grow no faster than the pixel count.
+2. Cold load per job vs a resident engine on the 1 MP image.
+Each execution provider named with --providers gets its own rows in the same run (a GPU
+box: `--providers CUDAExecutionProvider,CPUExecutionProvider CPUExecutionProvider`).
 
-Usage: python bench/engine.py [--threads 1]
+Usage: python bench/engine.py [--threads 1] [--providers P[,P...] ...] [--sizes 1,12,24,48]
 """
 
 import argparse
+import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-
-import cv2
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SIZES_MP = (1, 12, 24)
 COLD_RUNS = 3
-
-PROCESS_JOB = """
-import sys
-sys.path.insert(0, {root!r})
-import cv2
-from faces.engines.portable import PortableEngine
-print(len(PortableEngine(intra_op_threads={threads}).analyze(cv2.imread({image!r}, cv2.IMREAD_COLOR))))
-"""
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra_op_threads")
-    parser.add_argument("--no-process", action="store_true", help="skip the new-process-per-job row")
+    parser.add_argument("--providers", nargs="+", default=["CPUExecutionProvider"])
+    parser.add_argument("--sizes", default="1,12,24,48", help="megapixels, comma-separated")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one measurement in this process
     args = parser.parse_args()
-
-    import dlib  # noqa: F401  imported before any timing: a worker imports once, whatever it loads
-    import onnxruntime  # noqa: F401
-    from faces.engines.portable import PortableEngine
-
-    from momentlens.devservices import samples
-
+    if args.one:
+        print(json.dumps(measure_one(json.loads(args.one))))
+        return
     started = time.perf_counter()
-    group = samples.group_photo()
-    images = {mp: resized_to(group, mp) for mp in SIZES_MP}
-
-    engine = PortableEngine(intra_op_threads=args.threads)
-    counter = Counter(engine)
-    engine.analyze(images[1])  # the first run allocates; it is the cold rows' business, not these
-    sizes = []
-    for mp in SIZES_MP:
-        runs = [counter.analyze(images[mp]) for _ in range(3 if mp == 1 else 2)]
-        sizes.append((mp, min(runs, key=lambda run: run[0])))
-
-    resident = [counter.analyze(images[1])[0] for _ in range(COLD_RUNS)]
-    cold = []
-    for _ in range(COLD_RUNS):
-        began = time.perf_counter()
-        PortableEngine(intra_op_threads=args.threads).analyze(images[1])
-        cold.append(time.perf_counter() - began)
-    process = [] if args.no_process else process_per_job(images[1], args.threads)
-
-    print(f"\n## analyze by photo size (t1.jpg resized, {args.threads} thread(s))\n")
-    print("| image | pixels | faces | detector passes | best s | of which embedding s | ratio vs 1 MP |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    base_s = sizes[0][1][0]
-    for mp, (seconds, embed_s, faces, passes) in sizes:
-        height, width = images[mp].shape[:2]
-        print(
-            f"| {mp} MP{' (baseline)' if mp == 1 else ''} ({width}x{height}) | {width * height / 1e6:.1f} MP | "
-            f"{faces} | {passes} | {seconds:.3f} | {embed_s:.3f} | {seconds / base_s:.2f} |"
-        )
-
-    print(f"\n## Cold load per job vs resident engine (1 MP, {COLD_RUNS} runs each)\n")
-    print("| per job | mean s | best s | ratio vs resident (mean) |")
-    print("|---|---:|---:|---:|")
-    rows = [
-        ("resident engine: analyze only (baseline)", resident),
-        ("cold: construct PortableEngine + analyze", cold),
-    ]
-    if process:
-        rows.append(("new process: interpreter + imports + construct + analyze", process))
-    mean_resident = statistics.mean(resident)
-    for label, values in rows:
-        mean = statistics.mean(values)
-        print(f"| {label} | {mean:.3f} | {min(values):.3f} | {mean / mean_resident:.2f} |")
+    sizes = [float(mp) for mp in args.sizes.split(",")]
+    for providers in args.providers:
+        print_sizes(providers, args.threads, [child(providers, args.threads, mp) for mp in sizes])
+        print_cold(providers, args.threads)
     print(f"\nTotal runtime {time.perf_counter() - started:.0f} s.")
 
 
-class Counter:
-    """Times `engine.analyze`, counting detector passes and the seconds spent embedding."""
+def child(providers: str, threads: int, megapixels: float) -> dict:
+    spec = json.dumps({"providers": providers, "threads": threads, "megapixels": megapixels})
+    done = subprocess.run(
+        [sys.executable, __file__, "--one", spec], check=True, capture_output=True, text=True, cwd=ROOT
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def __init__(self, engine):
-        self.engine = engine
-        self.passes = 0
-        self.embed_s = 0.0
-        detect_once, embed = engine.detect_once, engine.embed
 
-        def counted_detect(image):
-            self.passes += 1
-            return detect_once(image)
+def measure_one(spec: dict) -> dict:
+    import resource
 
-        def timed_embed(image, detection):
-            began = time.perf_counter()
-            try:
-                return embed(image, detection)
-            finally:
-                self.embed_s += time.perf_counter() - began
-
-        # Instance attributes shadow the methods that FaceEngine.analyze calls through self.
-        engine.detect_once, engine.embed = counted_detect, timed_embed
-
-    def analyze(self, image: np.ndarray) -> tuple[float, float, int, int]:
-        """(seconds, embedding seconds, faces, detector passes) of one analyze."""
-        self.passes, self.embed_s = 0, 0.0
+    engine = load_engine(spec["providers"], spec["threads"])
+    image = resized_to(group_photo(), spec["megapixels"])
+    embed_s = timed_embedding(engine)
+    rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    runs = []
+    for _ in range(3 if spec["megapixels"] <= 1 else 2):
+        embed_s[0] = 0.0
         began = time.perf_counter()
-        faces = self.engine.analyze(image)
-        return time.perf_counter() - began, self.embed_s, len(faces), self.passes
+        faces = engine.analyze(image)
+        runs.append((time.perf_counter() - began, embed_s[0]))
+    seconds, embedding = min(runs)
+    return {
+        "megapixels": image.shape[0] * image.shape[1] / 1e6,
+        "size": f"{image.shape[1]}x{image.shape[0]}",
+        "faces": len(faces),
+        "seconds": seconds,
+        "embed_s": embedding,
+        "rss_before_mb": rss_before / 1024,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
 
 
-def resized_to(image: np.ndarray, megapixels: float) -> np.ndarray:
-    """`image` scaled, aspect kept, to about `megapixels` (t1.jpg: 12 MP is 4164x2882, 24 MP 5889x4076)."""
+def print_sizes(providers: str, threads: int, rows: list[dict]) -> None:
+    print(f"\n## analyze by photo size ({providers}, {threads} thread(s), t1.jpg resized)\n")
+    print("| image | faces | best s | of which embedding s | s per MP | ratio vs 1 MP | RSS before MB | peak RSS MB |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    base = rows[0]["seconds"]
+    for row in rows:
+        print(
+            f"| {row['megapixels']:.1f} MP ({row['size']}) | {row['faces']} | {row['seconds']:.2f} | "
+            f"{row['embed_s']:.3f} | {row['seconds'] / row['megapixels']:.3f} | {row['seconds'] / base:.2f} | "
+            f"{row['rss_before_mb']:.0f} | {row['peak_mb']:.0f} |"
+        )
+
+
+def print_cold(providers: str, threads: int) -> None:
+    engine = load_engine(providers, threads)
+    image = resized_to(group_photo(), 1)
+    engine.analyze(image)
+    resident, cold = [], []
+    for _ in range(COLD_RUNS):
+        began = time.perf_counter()
+        engine.analyze(image)
+        resident.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        load_engine(providers, threads).analyze(image)
+        cold.append(time.perf_counter() - began)
+    print(f"\n## Cold load per job vs resident engine (1 MP, {providers}, {COLD_RUNS} runs each)\n")
+    print("| per job | mean s | best s | ratio vs resident (mean) |")
+    print("|---|---:|---:|---:|")
+    for label, values in (("resident engine: analyze only (baseline)", resident), ("cold: load + analyze", cold)):
+        mean = statistics.mean(values)
+        print(f"| {label} | {mean:.3f} | {min(values):.3f} | {mean / statistics.mean(resident):.2f} |")
+
+
+def load_engine(providers: str, threads: int):
+    import os
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
+    import django
+    from django.conf import settings
+
+    django.setup()
+    settings.ORT_INTRA_OP_THREADS = threads
+    settings.ORT_PROVIDERS = providers.split(",")
+    from faces.engines import build_engine
+
+    return build_engine()
+
+
+def timed_embedding(engine) -> list[float]:
+    """Wraps the engine's embed_many; the returned cell holds the seconds spent in it."""
+    spent = [0.0]
+    embed_many = engine.embed_many
+
+    def timed(image, detections):
+        began = time.perf_counter()
+        try:
+            return embed_many(image, detections)
+        finally:
+            spent[0] += time.perf_counter() - began
+
+    engine.embed_many = timed
+    return spent
+
+
+def group_photo():
+    from momentlens.devservices import samples
+
+    return samples.group_photo()
+
+
+def resized_to(image, megapixels: float):
+    """`image` scaled, aspect kept, to about `megapixels`."""
+    import cv2
+
     height, width = image.shape[:2]
     scale = (megapixels * 1e6 / (width * height)) ** 0.5
     size = (round(width * scale), round(height * scale))
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
-
-
-def process_per_job(image: np.ndarray, threads: int) -> list[float]:
-    with tempfile.TemporaryDirectory(prefix="bench-engine-") as tmp:
-        path = str(Path(tmp) / "photo.png")
-        cv2.imwrite(path, image)
-        code = PROCESS_JOB.format(root=str(ROOT), threads=threads, image=path)
-        seconds = []
-        for _ in range(COLD_RUNS):
-            began = time.perf_counter()
-            subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
-            seconds.append(time.perf_counter() - began)
-        return seconds
 
 
 if __name__ == "__main__":
