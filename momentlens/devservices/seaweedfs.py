@@ -121,6 +121,12 @@ class SeaweedS3:
             ]
         }
 
+    def _read_one_object(self, client) -> None:
+        """After a restart the bucket answers before its volumes do: ready means an existing object reads back."""
+        listed = client.list_objects_v2(Bucket=self.bucket, MaxKeys=1).get("Contents", [])
+        if listed:
+            client.get_object(Bucket=self.bucket, Key=listed[0]["Key"])["Body"].read()
+
     def _wait_ready(self, timeout: float) -> None:
         client = self.client()
         deadline = time.monotonic() + timeout
@@ -132,6 +138,7 @@ class SeaweedS3:
                 if self.bucket not in existing:
                     client.create_bucket(Bucket=self.bucket)
                 client.head_bucket(Bucket=self.bucket)
+                self._read_one_object(client)
                 return
             except Exception:
                 if time.monotonic() > deadline:
