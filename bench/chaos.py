@@ -1,16 +1,24 @@
 """Proof under faults: drain a hostile queue while crashing, cutting and restarting everything.
 
-Seeds several events (DNP members with references, blur regions, ordinary members)
-and a few hundred jobs of every kind, hostile ones included: malformed messages,
-unknown jobs, missing rows, missing upload objects, corrupt / truncated / zero-byte
-images, a decompression bomb, huge dimensions, a PNG with an EXIF orientation tag,
-and messages re-sent from the archive. While real `run_worker` processes drain them,
+Seeds several events (DNP members with references, blur regions, ordinary members,
+photos cropped so that the image edge or a corner cuts through a face, DNP members'
+included) and a few hundred jobs of every kind, hostile ones included: malformed
+messages, unknown jobs, missing rows, missing upload objects, corrupt / truncated /
+zero-byte images, a decompression bomb, huge dimensions, a PNG with an EXIF
+orientation tag, animated GIF / WebP / APNG and MP4 / WebM / MOV uploads under .jpg
+keys (one animation shows a DNP member's face only after a faceless frame 0), and
+messages re-sent from the archive. While real `run_worker` processes drain them,
 faults are injected at seeded random moments: SIGKILL of the worker (then a
 restart), `pg_terminate_backend` on its connection, a PostgreSQL restart, an S3
-outage window (SeaweedFS stopped, then started) and a second worker alongside.
-Then the invariants are checked and a table is printed (goal: 0 violations).
+outage window (SeaweedFS stopped, then started), a second worker alongside, and
+`manage.py sweep_orphans` run while a worker is mid-job. A monitor lists the bucket
+and reads the rows every half second: how long each orphan (a derived object no row
+points at) lived. After the drain the idle workers get their full-sweep interval to
+leave no orphan. Then the invariants are checked and a table is printed (goal: 0
+violations).
 
 Usage: python bench/chaos.py --seed N [--photos-per-event 20] [--events 4] [--faults 14]
+           [--sweep-retry-s 5] [--full-sweep-s 30]
 The reduced form runs in the test suite (tests/test_chaos.py).
 """
 
@@ -33,9 +41,19 @@ def main() -> int:
     parser.add_argument("--photos-per-event", type=int, default=20)
     parser.add_argument("--faults", type=int, default=14)
     parser.add_argument("--fault-gap", type=float, nargs=2, default=(2.0, 6.0), help="seconds between faults")
+    parser.add_argument("--sweep-retry-s", type=float, default=5.0, help="the workers' WORKER_SWEEP_RETRY_S")
+    parser.add_argument("--full-sweep-s", type=float, default=30.0, help="the workers' WORKER_FULL_SWEEP_S")
     parser.add_argument("--keep", type=Path, help="keep the run's folder (logs, data) here")
     args = parser.parse_args()
-    config = ChaosConfig(seed=args.seed, events=args.events, photos_per_event=args.photos_per_event, faults=args.faults)
+    config = ChaosConfig(
+        seed=args.seed,
+        events=args.events,
+        photos_per_event=args.photos_per_event,
+        faults=args.faults,
+        fault_gap_s=tuple(args.fault_gap),
+        sweep_retry_s=args.sweep_retry_s,
+        full_sweep_s=args.full_sweep_s,
+    )
     started = time.monotonic()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)

@@ -4,8 +4,9 @@ A handler takes the parsed message and returns a dict of extra log fields
 (faces, files, ...) or None. It runs inside the transaction that deletes the
 message, so its row writes commit with that delete or not at all.
 
-Maintenance that an app wants done while the queue is empty (the faces app's sweep
-of objects a failed delete left) registers as an idle task with its interval.
+Maintenance an app wants done now and then (the faces app's sweeps of objects a
+failed delete left) registers as a periodic task with its interval: run between
+messages when due, or only while the queue is empty (`idle_only`).
 
 A job may also register `on_archive(payload) -> int`: what its archive must undo
 or record (unpublish, mark failed). It runs inside the archive's transaction and
@@ -45,26 +46,30 @@ def lookup(name: str) -> JobType | None:
 
 
 @dataclass
-class IdleTask:
+class PeriodicTask:
     name: str
     run: Callable[[], object]
     # Seconds between runs, read when due (settings may change in tests); 0 or less: never.
     every_s: Callable[[], float]
-    # Never run yet: due at the worker's first idle moment (after a crash, that is when leftovers go).
+    # Heavy work waits for an empty queue; light work also runs between messages.
+    idle_only: bool
+    # Never run yet: due at the first chance (after a crash, that is when leftovers go).
     last_run: float = float("-inf")
 
-    def due(self, now: float) -> bool:
+    def due(self, now: float, idle: bool) -> bool:
         every = self.every_s()
-        return every > 0 and now - self.last_run >= every
+        return (idle or not self.idle_only) and every > 0 and now - self.last_run >= every
 
 
-_idle: dict[str, IdleTask] = {}
+_periodic: dict[str, PeriodicTask] = {}
 
 
-def register_idle(name: str, run: Callable[[], object], *, every_s: Callable[[], float]) -> None:
-    _idle[name] = IdleTask(name, run, every_s)
+def register_periodic(
+    name: str, run: Callable[[], object], *, every_s: Callable[[], float], idle_only: bool = False
+) -> None:
+    _periodic[name] = PeriodicTask(name, run, every_s, idle_only)
 
 
-def due_idle_tasks() -> list[IdleTask]:
+def due_periodic_tasks(*, idle: bool) -> list[PeriodicTask]:
     now = time.monotonic()
-    return [task for task in _idle.values() if task.due(now)]
+    return [task for task in _periodic.values() if task.due(now, idle)]

@@ -119,8 +119,8 @@ class Worker:
                     continue
                 if self.once or (self.drain and not worked):
                     break
+                self._run_periodic_tasks(idle=not worked)
                 if not worked:
-                    self._run_idle_tasks()
                     self._sleep(self.config.idle_poll_s)
         except StopNow:
             log.warning(kv("worker_abandon", outcome="rolled_back"))
@@ -144,14 +144,14 @@ class Worker:
         self._handle(message)
         return True
 
-    def _run_idle_tasks(self) -> None:
+    def _run_periodic_tasks(self, *, idle: bool) -> None:
         """Each due maintenance task, once; a failing one is logged and retried when next due."""
-        for task in registry.due_idle_tasks():
+        for task in registry.due_periodic_tasks(idle=idle):
             task.last_run = time.monotonic()
             try:
                 task.run()
             except Exception as error:  # maintenance never stops the loop; a lost database shows on the next read
-                log.warning(kv("idle_task_failed", task=task.name, error=f"{type(error).__name__}: {error}"))
+                log.warning(kv("periodic_task_failed", task=task.name, error=f"{type(error).__name__}: {error}"))
 
     # -- one message -----------------------------------------------------
 

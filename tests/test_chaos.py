@@ -19,8 +19,10 @@ def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
             "--seed", "7",
             "--events", "2",
             "--photos-per-event", "3",
-            "--faults", "5",
+            "--faults", "6",
             "--fault-gap", "0.5", "1.5",
+            "--sweep-retry-s", "2",
+            "--full-sweep-s", "10",
             "--keep", str(tmp_path / "run"),
         ],
         cwd=ROOT,
@@ -31,10 +33,13 @@ def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
     table = result.stdout
     assert result.returncode == 0, table + result.stderr[-3000:]
     assert "total violations: 0" in table
-    for kind in ("kill", "terminate_backend", "pg_restart", "s3_outage", "second_worker"):
+    for kind in ("kill", "terminate_backend", "pg_restart", "s3_outage", "second_worker", "sweep_orphans"):
         assert re.search(rf"\| fault: {kind} \| [1-9]", table), f"{kind} was not injected"
-    for reason in ("bad_message", "unknown_job", "missing_object", "undecodable_image", "image_too_large"):
+    reasons = ("bad_message", "unknown_job", "missing_object", "undecodable_image", "image_too_large")
+    for reason in (*reasons, "unsupported_media"):
         assert f"| archived: {reason} |" in table
+    assert re.search(r"^\| orphan survived at most, s \| \d+\.\d \|$", table, re.M)
+    assert "edge-cut DNP faces in published photos:" in table
     invariants = re.findall(r"^\| (\d\. [^|]+) \| (\d+) \|$", table, re.M)
-    assert len(invariants) == 8
+    assert len(invariants) == 10
     assert all(count == "0" for _, count in invariants)

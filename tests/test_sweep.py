@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retrie
 
 
 def derived_objects(photo: Photo) -> list[str]:
-    return [key for key in sweep.list_objects(keys.photo_prefix(photo.event_id, photo.id)) if keys.derived_version(key)]
+    return [key for key in sweep.list_keys(keys.photo_prefix(photo.event_id, photo.id)) if keys.derived_version(key)]
 
 
 def in_another_thread(action) -> None:
@@ -126,6 +126,30 @@ def test_a_failed_delete_is_retried_by_the_worker_itself_when_idle(dnp_photo, mo
     run_worker_until(lambda: not any(default_storage.exists(key) for key in replaced))
     photo.refresh_from_db()
     assert_every_row_key_exists(photo)
+
+
+def test_a_failed_delete_is_retried_between_jobs_not_only_when_idle(dnp_photo, monkeypatch, settings):
+    """run_worker --drain never goes idle: the retry still runs right after the job."""
+    photo = dnp_photo
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    replaced = [photo.public_key, photo.public_thumb_key]
+    real_delete, refused = default_storage.delete, []
+
+    def refuse_once(key):
+        if not refused:
+            refused.append(key)
+            raise ConnectionError("storage blip")
+        real_delete(key)
+
+    settings.WORKER_SWEEP_RETRY_S = 0.001
+    with monkeypatch.context() as patch:
+        patch.setattr(default_storage, "delete", refuse_once)
+        send({"job": "reprocess", "photo_id": str(photo.id)})
+        run_worker_drain()
+    assert refused, "the after-commit sweep failed"
+    assert not any(default_storage.exists(key) for key in replaced), "retried in the same run"
 
 
 def test_derived_files_of_deleted_photos_and_events_are_swept_uploads_kept(dnp_photo, group, settings):

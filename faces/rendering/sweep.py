@@ -13,10 +13,12 @@ failed try left behind). What the sweep may delete, and nothing else:
   photo whose lock is taken);
 - every derived object of a photo or event whose row no longer exists.
 
-Three things run it: each photo job right after its commit; the worker itself when
-idle, for every photo whose after-commit sweep failed (storage blip) or found the
-photo busy; and a periodic full sweep of storage (also `manage.py sweep_orphans`),
-which finds what a crash between commit and sweep left, and deleted photos and events.
+Three things run it: each photo job right after its commit; the worker itself, every
+WORKER_SWEEP_RETRY_S between jobs, for every photo whose after-commit sweep failed
+(storage blip) or found the photo busy; and a periodic full sweep of storage when the
+queue is empty (also `manage.py sweep_orphans`), which finds what a crash between
+commit and sweep left, and deleted photos and events. The full sweep lists storage
+flat (1,000 keys per S3 LIST call) and only visits photos that have derived objects.
 """
 
 import logging
@@ -29,7 +31,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Q
 
 from faces.models import Photo, PhotoVariant, SubjectReference
-from faces.rendering.keys import derived_version, photo_prefix
+from faces.rendering.keys import DERIVED_KEY, derived_version, photo_prefix
 from jobqueue.logfmt import kv
 
 log = logging.getLogger("faces.sweep")
@@ -48,13 +50,17 @@ class Committed:
     keys: frozenset[str]
 
 
-def sweep_photo(event_id, photo_id) -> int:
-    """Delete the photo's garbage objects; returns how many. PhotoBusy while a job holds its row."""
-    prefix = photo_prefix(event_id, photo_id)
+def sweep_photo(event_id, photo_id, listed: list[str] | None = None) -> int:
+    """Delete the photo's garbage objects (among `listed`, else what its prefix holds now); returns how many.
+
+    PhotoBusy while a job holds its row. A listing older than the lock is safe: a key written
+    since is not in it, and versions only grow, so what was garbage then still is.
+    """
     try:
         with transaction.atomic():
             committed = locked_state(photo_id)
-            garbage = [key for key in list_objects(prefix) if is_garbage(key, committed)]
+            keys = list_keys(photo_prefix(event_id, photo_id)) if listed is None else listed
+            garbage = [key for key in keys if is_garbage(key, committed)]
             garbage = without_upload_keys(garbage)
             for key in garbage:
                 default_storage.delete(key)
@@ -104,23 +110,31 @@ def without_upload_keys(keys: list[str]) -> list[str]:
     return [key for key in keys if key not in named]
 
 
-def sweep_storage(event_ids: list[str] | None = None) -> tuple[int, int]:
-    """Sweep every photo folder in storage (of these events), rows or not; returns (deleted, photos busy).
+def sweep_storage(event_id: str | None = None) -> tuple[int, int]:
+    """Sweep every photo with derived objects in storage (of this event), rows or not; returns (deleted, busy).
 
-    A busy photo is remembered for the worker's idle sweep.
+    A busy photo is remembered for the worker's next retry.
     """
     deleted = busy = 0
-    for event_id in folders("events/") if event_ids is None else event_ids:
-        for photo_id in folders(f"events/{event_id}/photos/"):
-            try:
-                deleted += sweep_photo(event_id, photo_id)
-            except PhotoBusy:
-                busy += 1
-                remember(event_id, photo_id)
+    for (photo_event, photo_id), keys in derived_keys_by_photo(event_id).items():
+        try:
+            deleted += sweep_photo(photo_event, photo_id, listed=keys)
+        except PhotoBusy:
+            busy += 1
+            remember(photo_event, photo_id)
     return deleted, busy
 
 
-# -- sweeps that failed, retried by the worker when it is idle -------------------
+def derived_keys_by_photo(event_id: str | None) -> dict[tuple[str, str], list[str]]:
+    prefix = "events/" if event_id is None else f"events/{event_id}/photos/"
+    found: dict[tuple[str, str], list[str]] = {}
+    for key in list_keys(prefix):
+        if (parts := DERIVED_KEY.match(key)) is not None:
+            found.setdefault((parts["event"], parts["photo"]), []).append(key)
+    return found
+
+
+# -- sweeps that failed, retried by the worker (faces/jobs/maintenance.py) --------
 
 _pending: dict[tuple[str, str], float] = {}
 
@@ -135,7 +149,7 @@ def sweep_after_commit(event_id, photo_id) -> None:
         sweep_photo(event_id, photo_id)
     except Exception as error:  # storage down or photo busy: the objects stay until a later sweep
         remember(event_id, photo_id)
-        log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="idle"))
+        log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="later"))
 
 
 def sweep_pending() -> int:
@@ -145,7 +159,7 @@ def sweep_pending() -> int:
         try:
             sweep_photo(event_id, photo_id)
         except Exception as error:  # still failing: stays pending
-            log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="idle"))
+            log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="later"))
             continue
         waited = time.monotonic() - _pending.pop((event_id, photo_id))
         log.info(kv("sweep_retried", photo_id=photo_id, pending_s=round(waited, 1)))
@@ -158,21 +172,20 @@ def full_sweep() -> None:
     log.info(kv("sweep_storage", deleted=deleted, busy=busy))
 
 
-def folders(prefix: str) -> list[str]:
-    try:
-        found, _ = default_storage.listdir(prefix)
-    except FileNotFoundError:
-        return []
-    return found
+def list_keys(prefix: str) -> list[str]:
+    """Every key under `prefix`: one flat listing on S3 (1,000 keys a call), a walk on the filesystem."""
+    bucket = getattr(default_storage, "bucket", None)
+    if bucket is not None:
+        return [item.key for item in bucket.objects.filter(Prefix=prefix)]
+    return _walk(prefix)
 
 
-def list_objects(prefix: str) -> list[str]:
-    """Every key under `prefix`, on either storage backend."""
+def _walk(prefix: str) -> list[str]:
     try:
         found, files = default_storage.listdir(prefix)
     except FileNotFoundError:
         return []
     keys = [f"{prefix}{name}" for name in files]
     for folder in found:
-        keys += list_objects(f"{prefix}{folder}/")
+        keys += _walk(f"{prefix}{folder}/")
     return keys

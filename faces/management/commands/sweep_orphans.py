@@ -21,5 +21,8 @@ class Command(BaseCommand):
     def handle(self, *args, event=None, **options):
         if event is not None and not is_uuid(event):
             raise CommandError(f"--event must be an event id (a uuid), not {event!r}")
-        deleted, busy = sweep_storage(None if event is None else [event])
+        try:
+            deleted, busy = sweep_storage(event)
+        except Exception as error:  # storage or database down: one line, exit 1, nothing half-claimed
+            raise CommandError(f"sweep_orphans stopped: {type(error).__name__}: {str(error).strip()[:300]}") from None
         self.stdout.write(f"sweep_orphans deleted={deleted} busy={busy}")
