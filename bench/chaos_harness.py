@@ -970,11 +970,11 @@ def exposed_media_photos(chaos: Chaos, snapshot: Snapshot) -> int:
 
 def unblurred_edge_cuts(chaos: Chaos) -> int:
     """On the pixels, each DNP face a crop cuts with the image edge: over the whole visible middle of the face,
-    up to the edge, every published file that must blur it differs strongly from the upload.
+    up to the edge, every published file but its owner's differs strongly from the upload.
 
-    The face rows hold only the visible part of such a face; the harness knows the whole box. A face that the
-    worker did not detect, or did not mark for blurring, cannot be checked against its decision: those are
-    counted in a note (the engine's recall on cut faces), not here.
+    The face rows hold only the visible part of such a face; the harness knows the whole box, so the check does
+    not depend on the worker's decisions: a cut DNP face that was not detected, or not matched, is a violation.
+    The note says which it was.
     """
     from faces.matching import faces_to_blur
     from faces.models import Photo
@@ -1001,7 +1001,7 @@ def unblurred_edge_cuts(chaos: Chaos) -> int:
                     f"t1 face {cut.face}, {cut.side} cut, {cut.visible_share():.0%} visible, {what}{similarity}"
                 )
             for viewer, key in files:
-                if viewer == cut.owner or face is None or face.id not in marked[viewer]:
+                if viewer == cut.owner:
                     continue
                 checked += 1
                 if key == photo.upload_key:

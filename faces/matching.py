@@ -12,6 +12,7 @@ from functools import cached_property
 import numpy as np
 
 from faces import thresholds
+from faces.geometry import hidden_share
 from faces.models import EventMember, Face, SubjectReference
 
 
@@ -51,6 +52,11 @@ class Candidates:
         return result
 
 
+# A face with this much of itself past the image edge cannot be told apart from a DNP member:
+# chaos runs saw a DNP face with 53 % of it hidden reach 0.05 against its own reference.
+UNSURE_HIDDEN_SHARE = 0.25
+
+
 @dataclass(frozen=True)
 class PhotoMatch:
     """A photo's faces against its event's candidates, under one engine's thresholds."""
@@ -61,19 +67,24 @@ class PhotoMatch:
     limits: thresholds.Thresholds
     # Each face's blur threshold, from its width in pixels (small faces embed worse); NaN: not measured.
     blur_at: np.ndarray  # (F,)
+    # Faces cut by the image edge past UNSURE_HIDDEN_SHARE: their embedding says little, so they count
+    # as reaching every DNP member (blurred wherever a DNP member's face could be).
+    unsure: np.ndarray  # (F,) bool
 
     @classmethod
-    def for_faces(cls, faces: list[Face], event_id, engine: str, image_width: int | None) -> "PhotoMatch":
+    def for_faces(cls, faces: list[Face], event_id, engine: str, size: tuple[int, int] | None) -> "PhotoMatch":
+        """`size`: the image's (width, height); None when unknown (every face counts as small and unsure)."""
         candidates = Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
-        widths = [face.box_w * image_width if image_width else None for face in faces]
-        return cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), widths)
+        geometry = [face_geometry(face, size) for face in faces]
+        return cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), geometry)
 
     @classmethod
-    def of(cls, faces, candidates, similarity, limits: thresholds.Thresholds, widths_px: list) -> "PhotoMatch":
-        """The match, each face's blur threshold taken from its width in pixels (None: unknown, counts as small)."""
-        blur_at = np.array([_or_nan(limits.blur_for(width)) for width in widths_px], dtype=np.float32)
-        return cls(faces, candidates, similarity, limits, blur_at)
+    def of(cls, faces, candidates, similarity, limits: thresholds.Thresholds, geometry: list) -> "PhotoMatch":
+        """The match; `geometry` holds each face's (width in pixels or None, hidden share past the edge)."""
+        blur_at = np.array([_or_nan(limits.blur_for(width)) for width, _ in geometry], dtype=np.float32)
+        unsure = np.array([hidden >= UNSURE_HIDDEN_SHARE for _, hidden in geometry], dtype=bool)
+        return cls(faces, candidates, similarity, limits, blur_at, unsure)
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         """Per face: (matched user or None, best similarity or None when there is no candidate)."""
@@ -102,7 +113,7 @@ class PhotoMatch:
         if np.isnan(self.blur_at).any():
             return [True] * len(self.faces)
         dnp_columns = np.flatnonzero(self.candidates.dnp)
-        reaches = self.similarity[:, dnp_columns] >= self.blur_at[:, None]  # (F, D)
+        reaches = (self.similarity[:, dnp_columns] >= self.blur_at[:, None]) | self.unsure[:, None]  # (F, D)
         own = [i for i, column in enumerate(dnp_columns) if self.candidates.user_ids[column] == viewer]
         others = np.delete(reaches, own, axis=1).any(axis=1)
         if viewer is None:
@@ -122,8 +133,17 @@ def faces_to_blur(photo, viewer: uuid.UUID | None = None) -> list[Face]:
     faces = list(photo.faces.order_by("id"))
     if not faces:
         return []
-    match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, photo.width)
+    size = (photo.width, photo.height) if photo.width and photo.height else None
+    match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, size)
     return [face for face, blur in zip(faces, match.blurred(viewer), strict=True) if blur]
+
+
+def face_geometry(face: Face, size: tuple[int, int] | None) -> tuple[float | None, float]:
+    """(width in pixels, share of the face hidden past the image edge) of a stored face."""
+    if size is None:
+        return None, 1.0
+    box = (face.box_x, face.box_y, face.box_w, face.box_h)
+    return face.box_w * size[0], hidden_share(box, *size)
 
 
 def _or_nan(value: float | None) -> float:

@@ -44,13 +44,17 @@ def face_row(photo: Photo, found: DetectedFace, width: int, height: int) -> Face
     )
 
 
-def match_and_cluster(photo: Photo, image_width: int) -> PhotoMatch | None:
-    """Re-match the photo's stored faces against its event's current candidates; cluster the unmatched."""
+def match_and_cluster(photo: Photo, size: tuple[int, int]) -> PhotoMatch | None:
+    """Re-match the photo's stored faces against its event's current candidates; cluster the unmatched.
+
+    `size` is the image's (width, height): the blur threshold depends on a face's size, and on how much of it
+    the image edge cuts off.
+    """
     faces = list(photo.faces.order_by("id"))
     if not faces:
         return None
     engine = faces[0].engine
-    match = PhotoMatch.for_faces(faces, photo.event_id, engine, image_width)
+    match = PhotoMatch.for_faces(faces, photo.event_id, engine, size)
     record_matches(match)
     assign_clusters(faces, thresholds.for_engine(engine).cluster)
     return match

@@ -14,7 +14,11 @@ LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
 
 
 def photo_match(
-    similarity: list[list[float]], limits=LIMITS, unidentifiable_dnp: int = 0, width_px: float | None = 100
+    similarity: list[list[float]],
+    limits=LIMITS,
+    unidentifiable_dnp: int = 0,
+    width_px: float | None = 100,
+    hidden: float = 0.0,
 ) -> PhotoMatch:
     """Faces (rows) against candidates X (DNP), Y (DNP) and GUEST (not DNP)."""
     candidates = Candidates(
@@ -25,8 +29,8 @@ def photo_match(
         unidentifiable_dnp=unidentifiable_dnp,
     )
     faces = [SimpleNamespace(id=i) for i in range(len(similarity))]
-    widths = [width_px] * len(faces)
-    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits, widths)
+    geometry = [(width_px, hidden)] * len(faces)
+    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits, geometry)
 
 
 def test_a_face_matched_to_x_is_visible_only_in_x_own_file():
@@ -108,3 +112,21 @@ def test_the_blur_threshold_follows_the_face_width(width_px, similarity_to_x, bl
 def test_small_faces_may_not_get_a_higher_blur_threshold_than_large_ones():
     with pytest.raises(ValueError, match="small faces"):
         Thresholds(match=0.4, blur=0.3, cluster=0.45, small_face_blur=0.35)
+
+
+def test_a_face_cut_by_the_edge_counts_as_reaching_every_dnp_member():
+    """Half a face embeds as nobody: when unsure, blur (but its owner still sees it in their own file)."""
+    stranger_like = photo_match([[0.05, 0.02, 0.0]], hidden=0.5)
+    assert stranger_like.blurred() == [True]
+    assert stranger_like.blurred(viewer=X) == [True], "Y's face, for all X can tell"
+    matched_x = photo_match([[0.95, 0.02, 0.0]], hidden=0.5)
+    assert matched_x.blurred(viewer=X) == [True], "Y could be this face too"
+    assert photo_match([[0.05, 0.02, 0.0]], hidden=0.1).blurred() == [False], "a little cut changes nothing"
+
+
+def test_a_cut_face_is_not_blurred_when_the_event_has_no_dnp_member():
+    candidates = Candidates(
+        user_ids=[GUEST], dnp=np.array([False]), references=np.zeros((1, 512), np.float32), owners=np.array([0])
+    )
+    match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), LIMITS, [(100, 0.6)])
+    assert match.blurred() == [False]

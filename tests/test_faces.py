@@ -67,7 +67,7 @@ def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(gro
 
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo, group.shape[1])
+    match_and_cluster(photo, (group.shape[1], group.shape[0]))
 
     faces = stored_faces(photo)
     assert [face.matched_user_id for face in faces] == [None, None, user, None, None, None]
@@ -87,7 +87,7 @@ def test_with_thresholds_not_measured_nothing_matches_and_every_face_is_blurred(
     factories.ready_reference(user, group_faces[2].embedding, ENGINE)
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo, group.shape[1])
+    match_and_cluster(photo, (group.shape[1], group.shape[0]))
 
     faces = stored_faces(photo)
     assert all(face.matched_user_id is None for face in faces)
@@ -108,7 +108,7 @@ def test_other_events_members_who_left_and_other_engines_never_match(group, grou
     factories.ready_reference(other_engine, group_faces[2].embedding, "insightface-buffalo_l")
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo, group.shape[1])
+    match_and_cluster(photo, (group.shape[1], group.shape[0]))
 
     assert all(face.matched_user_id is None for face in photo.faces.all())
     assert all(face.similarity is None for face in photo.faces.all()), "no candidate, no comparison"
@@ -127,11 +127,11 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
     pending = factories.reference(user, samples.derived_portrait(group, group_faces[3].box))
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(photo, group)
-    match_and_cluster(photo, group.shape[1])
+    match_and_cluster(photo, (group.shape[1], group.shape[0]))
     assert len(faces_to_blur(photo)) == 6, "pending reference: when unsure, blur"
 
     reference_process({"job": "reference_process", "reference_id": str(pending.id)})
-    match_and_cluster(photo, group.shape[1])
+    match_and_cluster(photo, (group.shape[1], group.shape[0]))
     blurred = faces_to_blur(photo)
     assert [face.matched_user_id for face in blurred] == [user]
 
@@ -141,12 +141,12 @@ def test_clustering_groups_the_same_person_across_photos_and_separates_people(gr
     event = factories.event()
     first = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
     detect_and_store(first, group)
-    match_and_cluster(first, group.shape[1])
+    match_and_cluster(first, (group.shape[1], group.shape[0]))
     smaller = samples.recolour(np.ascontiguousarray(group[:, ::1]), hue_shift=4, gain=1.05)
     smaller = samples.cv2.resize(smaller, None, fx=0.8, fy=0.8)
     second = factories.photo(event, smaller)
     detect_and_store(second, smaller)
-    match_and_cluster(second, group.shape[1])
+    match_and_cluster(second, (group.shape[1], group.shape[0]))
 
     assert UnknownCluster.objects.filter(event=event).count() == 6
     for a, b in zip(stored_faces(first), stored_faces(second), strict=True):

@@ -75,7 +75,7 @@ def face_path(photo: Photo) -> dict:
     image = read_image(photo)
     if photo.faces_detected_at is None:
         detect_and_store(photo, image)
-    match = match_and_cluster(photo, image.shape[1])
+    match = match_and_cluster(photo, (image.shape[1], image.shape[0]))
     files = render_and_publish(photo, image, match)
     _sweep_after_commit(photo)
     return {"faces": len(match.faces) if match else 0, "files": files}

@@ -10,13 +10,10 @@ chosen so that a blurred DNP face no longer matches its owner's reference at the
 import cv2
 import numpy as np
 
+from faces.geometry import restored_face_box
+
 # A detection box is tight: grow it so hair, ears, jaw and neckline are covered.
 FACE_EXPANSION = 0.35
-# Width / height of a detector's box around a whole face (SCRFD's and RetinaFace's are
-# about 0.75-0.85): a box narrower than this on an image edge is a face cut by that edge.
-FACE_ASPECT = 0.8
-# A box side this close to the image edge touches it.
-EDGE_PX = 2.0
 # How many cells the short side of a face is reduced to before upsampling.
 BLUR_CELLS = 6
 # The box blur on top, as a fraction of the region's short side.
@@ -29,7 +26,7 @@ def expanded_face_box(box: tuple[float, float, float, float], width: int, height
     A face cut by the image edge keeps its whole ellipse: clipping first would shrink the
     expansion to nothing on the cut side and narrow the ellipse to a point at the border.
     Its stored box is only the visible part, so it is first restored past that edge to a
-    face's proportions (restored_face_box).
+    face's proportions (faces/geometry.py).
     """
     x1, y1, x2, y2 = restored_face_box(box, width, height)
     cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
@@ -40,29 +37,6 @@ def expanded_face_box(box: tuple[float, float, float, float], width: int, height
         int(np.ceil(cx + half_w)),
         int(np.ceil(cy + half_h)),
     )
-
-
-def restored_face_box(box: tuple[float, float, float, float], width: int, height: int) -> tuple[float, ...]:
-    """The box in pixels; a side on the image edge is pushed past it until the box has a face's proportions."""
-    x, y, w, h = box
-    x1, y1, x2, y2 = x * width, y * height, (x + w) * width, (y + h) * height
-    short_w, short_h = FACE_ASPECT * (y2 - y1) - (x2 - x1), (x2 - x1) / FACE_ASPECT - (y2 - y1)
-    if short_w > 0:
-        x1, x2 = _push_past_edges(x1, x2, width, short_w)
-    elif short_h > 0:
-        y1, y2 = _push_past_edges(y1, y2, height, short_h)
-    return x1, y1, x2, y2
-
-
-def _push_past_edges(low: float, high: float, size: int, missing: float) -> tuple[float, float]:
-    at_low, at_high = low <= EDGE_PX, high >= size - EDGE_PX
-    if at_low and at_high:
-        return low - missing / 2, high + missing / 2
-    if at_low:
-        return low - missing, high
-    if at_high:
-        return low, high + missing
-    return low, high
 
 
 def region_box(region: dict, width: int, height: int) -> tuple[int, int, int, int]:

@@ -1,0 +1,51 @@
+"""Where a face is: a stored box (fractions of the image) in pixels, and the face a box cut by the edge belongs to.
+
+A face cut by the image edge keeps only its visible part as its box. Its proportions
+tell how much is missing: a detector's box around a whole face is about FACE_ASPECT
+wide for its height, so a narrower box on the left or right edge (or a flatter one on
+the top or bottom edge) is the visible part of a face that goes on past that edge.
+"""
+
+# Width / height of a detector's box around a whole face (SCRFD's are about 0.75-0.85).
+FACE_ASPECT = 0.8
+# A box side this close to the image edge touches it.
+EDGE_PX = 2.0
+
+Box = tuple[float, float, float, float]
+
+
+def pixel_box(box: Box, width: int, height: int) -> Box:
+    """(x, y, w, h) fractions -> (x1, y1, x2, y2) pixels."""
+    x, y, w, h = box
+    return x * width, y * height, (x + w) * width, (y + h) * height
+
+
+def restored_face_box(box: Box, width: int, height: int) -> Box:
+    """The whole face's box in pixels: a side on the image edge is pushed past it until the box has a face's
+    proportions. A box away from the edges is returned as it is."""
+    x1, y1, x2, y2 = pixel_box(box, width, height)
+    short_w, short_h = FACE_ASPECT * (y2 - y1) - (x2 - x1), (x2 - x1) / FACE_ASPECT - (y2 - y1)
+    if short_w > 0:
+        x1, x2 = _push_past_edges(x1, x2, width, short_w)
+    elif short_h > 0:
+        y1, y2 = _push_past_edges(y1, y2, height, short_h)
+    return x1, y1, x2, y2
+
+
+def hidden_share(box: Box, width: int, height: int) -> float:
+    """How much of the face lies past the image edge (0: whole), by the area of its restored box."""
+    x1, y1, x2, y2 = pixel_box(box, width, height)
+    r1, s1, r2, s2 = restored_face_box(box, width, height)
+    whole = (r2 - r1) * (s2 - s1)
+    return 0.0 if whole <= 0 else max(0.0, 1.0 - (x2 - x1) * (y2 - y1) / whole)
+
+
+def _push_past_edges(low: float, high: float, size: int, missing: float) -> tuple[float, float]:
+    at_low, at_high = low <= EDGE_PX, high >= size - EDGE_PX
+    if at_low and at_high:
+        return low - missing / 2, high + missing / 2
+    if at_low:
+        return low - missing, high
+    if at_high:
+        return low, high + missing
+    return low, high
