@@ -11,6 +11,9 @@ FACE_ASPECT = 0.8
 # A box side this close to the image edge touches it.
 EDGE_PX = 2.0
 
+# What a face in a corner of the image counts as having lost, at least.
+CORNER_HIDDEN_SHARE = 0.5
+
 Box = tuple[float, float, float, float]
 
 
@@ -33,11 +36,19 @@ def restored_face_box(box: Box, width: int, height: int) -> Box:
 
 
 def hidden_share(box: Box, width: int, height: int) -> float:
-    """How much of the face lies past the image edge (0: whole), by the area of its restored box."""
+    """How much of the face lies past the image edge (0: whole), by the area of its restored box.
+
+    A box in a corner (on a side edge and on the top or bottom edge) may have lost width and
+    height alike, keeping a face's proportions: how much is hidden cannot be told, so it
+    counts as at least CORNER_HIDDEN_SHARE.
+    """
     x1, y1, x2, y2 = pixel_box(box, width, height)
     r1, s1, r2, s2 = restored_face_box(box, width, height)
     whole = (r2 - r1) * (s2 - s1)
-    return 0.0 if whole <= 0 else max(0.0, 1.0 - (x2 - x1) * (y2 - y1) / whole)
+    share = 0.0 if whole <= 0 else max(0.0, 1.0 - (x2 - x1) * (y2 - y1) / whole)
+    on_side = x1 <= EDGE_PX or x2 >= width - EDGE_PX
+    on_top_or_bottom = y1 <= EDGE_PX or y2 >= height - EDGE_PX
+    return max(share, CORNER_HIDDEN_SHARE) if on_side and on_top_or_bottom else share
 
 
 def _push_past_edges(low: float, high: float, size: int, missing: float) -> tuple[float, float]:

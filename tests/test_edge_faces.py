@@ -85,3 +85,17 @@ def test_t1_with_its_left_edge_cut_blurs_the_whole_visible_strip_of_the_dnp_face
 
 def detail(image: np.ndarray) -> float:
     return float(np.abs(cv2.Laplacian(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.CV_32F)).mean())
+
+
+@pytest.mark.parametrize(
+    ("box", "hidden"),
+    [
+        ((0.4, 0.4, 0.1, 0.125), 0.0),  # a whole face away from the edges
+        ((0.0, 0.4, 0.05, 0.2), 0.5),  # on the left edge, half as wide as a face: about half hidden
+        ((0.0, 0.0, 0.1, 0.16), 0.5),  # in a corner with a face's proportions: counted as half hidden
+    ],
+)
+def test_how_much_of_a_face_the_edge_hides(box, hidden):
+    from faces.geometry import hidden_share
+
+    assert hidden_share(box, WIDTH, HEIGHT) == pytest.approx(hidden, abs=0.2)
