@@ -47,7 +47,7 @@ def test_the_engine_finds_the_six_faces_of_t1(group):
         pad = (pixels[2:] - pixels[:2]) * 0.5
         x1, y1 = np.maximum(pixels[:2] - pad, 0).astype(int)
         x2, y2 = np.minimum(pixels[2:] + pad, [width, height]).astype(int)
-        again = resident_engine().detect_once(group[y1:y2, x1:x2])
+        again = resident_engine().detect(group[y1:y2, x1:x2])
         assert len(again) == 1
         assert iou(again[0].box + np.array([x1, y1, x1, y1]), pixels) > 0.6
 

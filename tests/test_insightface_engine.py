@@ -21,8 +21,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 from faces.engines import build_engine
 from faces.engines.base import EMBEDDING_DIMENSIONS, ModelsMissing
-from faces.engines.insightface import SCORE_THRESHOLD, InsightFaceEngine
+from faces.engines.insightface import InsightFaceEngine
 from faces.engines.packs import BUFFALO_L, BUFFALO_S, ModelFileRejected, pack_folder
+from faces.engines.pyramid import Plan
 
 STRIDES = (8, 16, 32)
 ANCHORS = 2
@@ -32,7 +33,7 @@ WIDTH, HEIGHT = 200, 150  # neither is a multiple of 32: the engine pads to 224 
 FACE_STRIDE, FACE_CELL, FACE_ANCHOR = 16, (5, 4), 1
 FACE_SCORE = 0.9
 # A second anchor (stride 8) that scores just under the threshold.
-WEAK_STRIDE, WEAK_INDEX, WEAK_SCORE = 8, 40, SCORE_THRESHOLD - 0.05
+WEAK_STRIDE, WEAK_INDEX, WEAK_SCORE = 8, 40, Plan().score_threshold - 0.05
 # What every anchor predicts, in pixels; the model outputs them in units of its stride.
 BOX_DISTANCES = np.array([32, 40, 32, 48], dtype=np.float32)  # left, top, right, bottom
 LANDMARK_OFFSETS = np.array([[-14, -12], [14, -12], [0, 4], [-11, 18], [11, 18]], dtype=np.float32)
@@ -166,8 +167,9 @@ def test_name(model_folder):
     assert InsightFaceEngine(BUFFALO_L, model_folder).name == "insightface-buffalo_l"
 
 
-def test_detect_once_returns_the_anchor_box_and_landmarks_in_image_pixels(model_folder, photo):
-    detections = InsightFaceEngine(BUFFALO_L, model_folder).detect_once(photo)
+def test_detect_returns_the_anchor_box_and_landmarks_in_image_pixels(model_folder, photo):
+    # Without small faces, a photo this small is one pass at its own size (the overview level).
+    detections = InsightFaceEngine(BUFFALO_L, model_folder).detect(photo, small_faces=False)
 
     assert len(detections) == 1  # the under-threshold anchor is not a face
     (face,) = detections
@@ -183,7 +185,7 @@ def test_detect_once_returns_the_anchor_box_and_landmarks_in_image_pixels(model_
 
 def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
     engine = InsightFaceEngine(BUFFALO_L, model_folder)
-    (face,) = engine.detect_once(photo)
+    (face,) = engine.detect(photo, small_faces=False)
 
     (embedding,) = engine.embed_many(photo, [face])
 
@@ -195,7 +197,7 @@ def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
 
 def test_analyze_never_touches_the_network(model_folder, photo, no_network):
     engine = InsightFaceEngine(BUFFALO_L, model_folder)
-    (face,) = engine.analyze(photo)
+    (face,) = engine.analyze(photo, small_faces=False)
 
     assert no_network == []
     assert face.engine == "insightface-buffalo_l"
@@ -205,13 +207,14 @@ def test_analyze_never_touches_the_network(model_folder, photo, no_network):
 
 
 def test_one_detector_session_serves_every_image_size(model_folder, photo):
+    """insightface would build and keep a session per input size; photo sizes vary without bound."""
     engine = InsightFaceEngine(BUFFALO_L, model_folder)
-    for size in ((WIDTH, HEIGHT), (320, 96), (64, 480)):
-        engine.detect_once(cv2.resize(photo, size))
+    session = engine._detector.session
+    for size in ((WIDTH, HEIGHT), (320, 96), (64, 480), (1000, 700)):
+        engine.detect(cv2.resize(photo, size))
 
-    sessions = engine._detector.resolution_sessions
-    assert len(sessions) == 3
-    assert all(session is engine._detector.session for session in sessions.values())
+    assert engine._detector.session is session
+    assert not engine._detector.resolution_sessions
 
 
 def test_missing_folder_is_refused_before_loading_anything(tmp_path, monkeypatch):

@@ -1,12 +1,9 @@
 """The face-engine interface: an upright BGR image in, faces with unit 512-d embeddings out."""
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
-import cv2
 import numpy as np
-
-from faces.engines.tiling import TilingPlan, detect_tiled
 
 EMBEDDING_DIMENSIONS = 512
 
@@ -18,12 +15,6 @@ class Detection:
     box: np.ndarray  # (4,) x1, y1, x2, y2
     landmarks: np.ndarray  # (5, 2): eyes, nose, mouth corners
     score: float
-
-    def shifted(self, dx: float, dy: float, scale: float) -> "Detection":
-        """This detection in the coordinates of a larger image: (p / scale) + offset."""
-        offset = np.array([dx, dy], dtype=np.float32)
-        box = self.box.reshape(2, 2) / scale + offset
-        return Detection(box.reshape(4), self.landmarks / scale + offset, self.score)
 
 
 @dataclass(frozen=True)
@@ -39,10 +30,9 @@ class FaceEngine(ABC):
     """Loaded once per worker process; `analyze` is its one call."""
 
     name: str
-    tiling: TilingPlan = TilingPlan()
 
     def analyze(self, image: np.ndarray, *, small_faces: bool = True) -> list[DetectedFace]:
-        """Every face in `image`; without `small_faces` only the whole-image pass runs (a selfie)."""
+        """Every face in `image`; without `small_faces` only the overview pass runs (a selfie)."""
         detections = self.detect(image, small_faces=small_faces)
         embeddings = self.embed_many(image, detections)
         return [
@@ -50,24 +40,13 @@ class FaceEngine(ABC):
             for d, embedding in zip(detections, embeddings, strict=True)
         ]
 
-    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Detection]:
-        """Every face, large and small (faces/engines/tiling.py), in pixels of `image`."""
-        plan = self.tiling if small_faces else replace(self.tiling, enabled=False)
-        return detect_tiled(self.detect_once, image, plan)
-
     @abstractmethod
-    def detect_once(self, image: np.ndarray) -> list[Detection]:
-        """One detector pass over the whole of `image`, at its size."""
+    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Detection]:
+        """Every face, large and small, in pixels of `image`; without `small_faces` only the large ones."""
 
     @abstractmethod
     def embed_many(self, image: np.ndarray, detections: list[Detection]) -> np.ndarray:
         """(N, 512): the unit-length embedding of each detected face, in one batch."""
-
-
-def pad_to_stride(image: np.ndarray, stride: int) -> np.ndarray:
-    """Pad right and bottom with black to a multiple of the detector's stride; never rescale."""
-    height, width = image.shape[:2]
-    return cv2.copyMakeBorder(image, 0, -height % stride, 0, -width % stride, cv2.BORDER_CONSTANT, value=(0, 0, 0))
 
 
 def to_unit_512(vector: np.ndarray) -> np.ndarray:

@@ -12,13 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from faces.engines.base import Detection, FaceEngine, ModelsMissing, pad_to_stride, to_unit_512
+from faces.engines.base import Detection, FaceEngine, ModelsMissing, to_unit_512
 from faces.engines.packs import ModelFileRejected, ModelPack
+from faces.engines.pyramid import PyramidDetector
 
-# insightface's own default for SCRFD; the cross-pass NMS runs after it.
-SCORE_THRESHOLD = 0.5
-# SCRFD's largest stride: inputs are padded to a multiple of it.
-STRIDE = 32
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
 # onnxruntime's own log: errors only. A batch of faces through a recogniser exported
@@ -50,20 +47,16 @@ class InsightFaceEngine(FaceEngine):
         )
         if not self._detector.use_kps:
             raise ModelFileRejected(f"{detector_file} is not a SCRFD detector with landmarks: use {pack.name}'s file")
+        self._pyramid = PyramidDetector(self._detector)
         self._recognizer = ArcFaceONNX(
             model_file=recognizer_file, session=_session(recognizer_file, intra_op_threads, providers)
         )
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
 
-    def detect_once(self, image: np.ndarray) -> list[Detection]:
-        height, width = image.shape[:2]
-        # Padding rather than resizing to the stride keeps insightface's det_scale at 1:
-        # faces are looked for at the size they have in `image`.
-        padded = pad_to_stride(image, STRIDE)
-        input_size = (padded.shape[1], padded.shape[0])
-        found, landmarks = self._detector.detect(padded, input_size=input_size, det_thresh=SCORE_THRESHOLD)
-        return [_detection(row, points, width, height) for row, points in zip(found, landmarks, strict=True)]
+    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Detection]:
+        found = self._pyramid.detect(image, small_faces=small_faces)
+        return [Detection(box.astype(np.float32), points.astype(np.float32), score) for box, points, score in found]
 
     def embed_many(self, image: np.ndarray, detections: list[Detection]) -> np.ndarray:
         from insightface.utils.face_align import norm_crop
@@ -86,12 +79,6 @@ def _session(model_file: str, intra_op_threads: int, providers: list[str]):
         return onnxruntime.InferenceSession(model_file, options, providers=providers)
     except Exception as error:  # onnxruntime raises its own types for files that are not models
         raise ModelFileRejected(f"{model_file} does not load as an ONNX model: {error}") from None
-
-
-def _detection(row: np.ndarray, landmarks: np.ndarray, width: int, height: int) -> Detection:
-    # A face cut by the image edge may reach into the padding; the box stays on the image.
-    box = np.clip(row[:4], 0, [width, height, width, height]).astype(np.float32)
-    return Detection(box, np.asarray(landmarks, dtype=np.float32).reshape(5, 2), float(row[4]))
 
 
 __all__ = ["InsightFaceEngine", "ModelsMissing"]

@@ -85,7 +85,7 @@ def yao_ming_box(engine) -> np.ndarray:
     reference = engine.analyze(read(vectron_image("yaoming.jpg")))[0].embedding
     team = read(vectron_image("players.jpg"))
     # The 16 people in front are 36-49 px wide; the crowd behind them (10-17 px) is not worth embedding.
-    front = [d for d in engine.detect_once(team) if d.box[2] - d.box[0] >= 30]
+    front = [d for d in engine.detect(team) if d.box[2] - d.box[0] >= 30]
     return front[int(np.argmax(engine.embed_many(team, front) @ reference))].box
 
 

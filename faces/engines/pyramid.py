@@ -1,0 +1,337 @@
+"""Small and large faces in big photos with SCRFD (buffalo_s's SCRFD-500M, 5 keypoints).
+
+SCRFD-500M finds faces from about 32 px up (full resolution: 63 % at 24 px, 96 % at
+32 px), at about 0.05 µs per detector pixel on one core. So the photo is searched as
+a pyramid of levels, each a factor `level_ratio` (3) smaller than the one before:
+
+- the finest level is the photo enlarged `fine_scale` times (24 px faces become
+  36 px), cut into overlapping tiles (at most 1536x1024 detector px), each enlarged
+  from the photo on its own, so memory stays bounded whatever the photo size;
+- coarser levels (fine_scale / 3, / 9, ...) until the photo's long side is at most
+  `overview_long_side`; a level small enough runs as one detector pass, a larger one
+  is tiled the same way;
+- the last level, the overview (long side 640), sees the whole photo and keeps
+  every face, however large.
+
+A tiled level keeps a face only when its box lies whole inside the tile (no inner
+tile edge touched: the overlap holds that face whole in the neighbouring tile) and
+its longer side is no larger than the overlap; anything larger is at least
+overlap / 3 px tall (43 px for 128, a face about 33 px wide) at the next, 3x
+coarser level, where SCRFD finds it. Tiles are fitted to the level (as few as the
+maximum tile size allows, shrunk to a multiple of the stride), so the overlaps cost
+about a quarter more detector pixels and no padding.
+
+Candidates are taken from a low score (0.25). A sure one (>= 0.6) is a face; an
+unsure one gets a second look: its surroundings scaled so that it is 64 px wide,
+and it is kept only if the detector scores it >= 0.5 there (then with that look's
+box, landmarks and score). Blurred 24 px faces score 0.25-0.5 in the tiles and
+0.6-0.85 at 64 px; textures scoring as high mostly fall below 0.4. A second look
+costs a ~224² pass; a 12 MP scene has a few dozen unsure candidates. Then one
+cross-level NMS (IoU 0.4) plus a containment rule keeps one box per face.
+
+The cost is almost all the finest level: fine_scale² times the photo's pixels, plus
+the tile overlaps and 1/9 for the coarser levels (about 3.1x the photo's pixels in
+all), so time grows with the pixel count, and memory with the tile size only (a
+shrunk copy of the photo for the coarser levels is at most 1/9 of it). The
+detector runs on the wrapper's onnxruntime session directly: insightface's
+`SCRFD.detect` resizes, copies, and decodes boxes and keypoints of every anchor;
+here OpenCV's blobFromImage does resize + RGB + normalise + NCHW in one call and
+only anchors above the threshold are decoded, with insightface's own
+`distance2bbox` / `distance2kps` (and its anchor layout and NMS threshold).
+
+`PyramidDetector(scrfd).detect(bgr)`; `scrfd` is insightface's `SCRFD` built on the
+engine's own session (faces/engines/insightface.py). Without `small_faces` (a
+reference selfie) only the overview level runs. docs/ARCHITECTURE.md §6 has the
+recall, cost and memory tables (bench/face_recall.py).
+"""
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+# (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
+Face = tuple[np.ndarray, np.ndarray, float]
+
+
+@dataclass(frozen=True)
+class Plan:
+    # The finest level: the photo enlarged this much. 24 px faces become 36 px.
+    fine_scale: float = 1.5
+    # Each coarser level is this much smaller; a tiled level keeps faces up to
+    # `tile_overlap`, which are >= tile_overlap / level_ratio px at the next level.
+    level_ratio: float = 3.0
+    # The overview: the whole photo at this long side; it keeps every face.
+    overview_long_side: int = 640
+    # Tiles as the detector sees them (after enlargement), width x height, and
+    # their overlap. Larger tiles waste less on the overlap; memory grows with them.
+    tile_width: int = 1536
+    tile_height: int = 1024
+    tile_overlap: int = 128
+    # A level whose scaled photo has at most this many pixels runs as one pass.
+    whole_max_pixels: int = 3_200_000
+    # Candidates: anything scoring this much. At or above `sure_score` a candidate is
+    # a face; below it, it is looked at again, enlarged or shrunk so that it is
+    # `verify_width` px wide, and kept only when that second look scores
+    # `verify_score`. Blurred small faces score 0.25-0.5 at first and 0.6-0.85 when
+    # looked at closer; textures that scored as high mostly drop below 0.4.
+    score_threshold: float = 0.25
+    sure_score: float = 0.6
+    verify_width: int = 64
+    verify_context: float = 2.5  # the second look's crop, in face-box sizes
+    verify_score: float = 0.5
+    nms_iou: float = 0.4
+    # A lower-scoring box mostly inside a higher-scoring one is the same face.
+    containment: float = 0.7
+    # A box this close (detector px) to an inner tile edge is cut by it.
+    edge_margin: float = 2.0
+
+
+STRIDE = 32
+
+
+class PyramidDetector:
+    def __init__(self, scrfd, plan: Plan = Plan()):
+        if not scrfd.use_kps:
+            raise ValueError("PyramidDetector needs a SCRFD model with keypoints")
+        self.scrfd = scrfd
+        self.plan = plan
+        self._centers: dict = {}
+
+    # ---- the plan -------------------------------------------------------------
+
+    def levels(self, width: int, height: int) -> list[float]:
+        """Scales (detector px per photo px), finest first; the last is the overview."""
+        plan = self.plan
+        long_side = max(width, height)
+        overview = min(1.0, plan.overview_long_side / long_side)
+        # Each level hands faces over to the next one at most level_ratio (+5 %) coarser.
+        scales = [max(plan.fine_scale, overview)]
+        while scales[-1] / overview > plan.level_ratio * 1.05:
+            scales.append(scales[-1] / plan.level_ratio)
+        if scales[-1] / overview < 1.05:
+            scales.pop()
+        return [*scales, overview]
+
+    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Face]:
+        height, width = image.shape[:2]
+        levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
+        boxes, points, scores = [], [], []
+        for index, scale in enumerate(levels):
+            last = index == len(levels) - 1
+            for b, k, s in self._level(image, scale, keep_all=last):
+                boxes.append(b)
+                points.append(k)
+                scores.append(s)
+        if not boxes:
+            return []
+        boxes = np.concatenate(boxes)
+        points = np.concatenate(points)
+        scores = np.concatenate(scores)
+        # Unsure candidates get their second look before the containment rule runs:
+        # a low-scoring texture box around a face must not take the face with it.
+        faces = []
+        for i in suppress(boxes, scores, self.plan.nms_iou, containment=None):
+            face = (boxes[i], points[i], float(scores[i]))
+            if face[2] < self.plan.sure_score:
+                face = self._second_look(image, boxes[i])
+            if face is not None:
+                faces.append(face)
+        if not faces:
+            return []
+        boxes = np.array([f[0] for f in faces], np.float32)
+        scores = np.array([f[2] for f in faces], np.float32)
+        limit = np.array([width, height, width, height], np.float32)
+        keep = suppress(boxes, scores, self.plan.nms_iou, self.plan.containment)
+        return [(np.clip(faces[i][0], 0, limit), faces[i][1], faces[i][2]) for i in keep]
+
+    def _second_look(self, image: np.ndarray, box: np.ndarray) -> Face | None:
+        """The candidate's surroundings, scaled so that the candidate is verify_width px wide:
+        the best detection there that overlaps it (IoU >= 0.3), if it scores verify_score."""
+        plan = self.plan
+        height, width = image.shape[:2]
+        x1, y1, x2, y2 = (float(v) for v in box)
+        box_w = max(x2 - x1, 1.0)
+        half = plan.verify_context * max(box_w, y2 - y1) / 2
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+        left, top = max(0, int(cx - half)), max(0, int(cy - half))
+        right, bottom = min(width, math.ceil(cx + half)), min(height, math.ceil(cy + half))
+        factor = plan.verify_width / box_w
+        out_w, out_h = max(1, round((right - left) * factor)), max(1, round((bottom - top) * factor))
+        crop = image[top:bottom, left:right]
+        if factor < 1.0:  # shrinking: average, as the levels do
+            crop = cv2.resize(crop, (out_w, out_h), interpolation=cv2.INTER_AREA)
+        b, k, s = self._run(crop, out_w, out_h, plan.verify_score)
+        if not len(s):
+            return None
+        back = np.array([(right - left) / out_w, (bottom - top) / out_h], np.float32)
+        offset = np.array([left, top], np.float32)
+        b = (b.reshape(-1, 2, 2) * back + offset).reshape(-1, 4)
+        overlaps = _iou(box[None], b)[0]
+        if overlaps.max() < 0.3:
+            return None
+        best = int(np.argmax(np.where(overlaps >= 0.3, s, -1.0)))
+        return b[best], k[best] * back + offset, float(s[best])
+
+    # ---- one level --------------------------------------------------------------
+
+    def _level(self, image: np.ndarray, scale: float, keep_all: bool):
+        """Detections of one level, in photo pixels, as (boxes, keypoints, scores) chunks."""
+        plan = self.plan
+        height, width = image.shape[:2]
+        scaled_w, scaled_h = round(width * scale), round(height * scale)
+        if keep_all or scaled_w * scaled_h <= plan.whole_max_pixels:
+            scaled = image if scale == 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=_interp(scale))
+            b, k, s = self._run(scaled, scaled_w, scaled_h)
+            back = np.array([width / scaled_w, height / scaled_h], np.float32)
+            yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
+            return
+        # Tiles are cut from the photo when the level enlarges it (each tile
+        # enlarged on its own: the enlarged photo is never held), and from the
+        # photo scaled once when it shrinks it.
+        source = image if scale >= 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=cv2.INTER_AREA)
+        factor = scale if scale >= 1.0 else 1.0  # detector px per source px
+        source_h, source_w = source.shape[:2]
+        shrink_x, shrink_y = width / source_w, height / source_h  # photo px per source px
+        out_w, tile_w = _fit_tile(source_w, factor, plan.tile_width, plan.tile_overlap)
+        out_h, tile_h = _fit_tile(source_h, factor, plan.tile_height, plan.tile_overlap)
+        overlap = plan.tile_overlap / factor
+        for y in _starts(source_h, tile_h, overlap):
+            for x in _starts(source_w, tile_w, overlap):
+                crop = source[y : y + tile_h, x : x + tile_w]
+                b, k, s = self._run(crop, out_w, out_h)
+                if not len(s):
+                    continue
+                fx, fy = out_w / tile_w, out_h / tile_h
+                inner = (x > 0, y > 0, x + tile_w < source_w, y + tile_h < source_h)
+                ok = _inside_and_small(b, out_w, out_h, inner, plan.tile_overlap, plan.edge_margin)
+                b, k, s = b[ok], k[ok], s[ok]
+                # detector px -> source px (/ f) -> photo px (* shrink) + the tile's origin
+                mul = np.array([shrink_x / fx, shrink_y / fy], np.float32)
+                off = np.array([x * shrink_x, y * shrink_y], np.float32)
+                yield (b.reshape(-1, 2, 2) * mul + off).reshape(-1, 4), k * mul + off, s
+
+    # ---- one detector pass ---------------------------------------------------------
+
+    def _run(self, image: np.ndarray, out_w: int, out_h: int, threshold: float | None = None):
+        """SCRFD on `image` resized to out_w x out_h (no-op if that is its size), padded to the
+        stride. Returns boxes (n, 4), keypoints (n, 5, 2), scores (n,) in detector pixels,
+        after the detector's own NMS."""
+        scrfd = self.scrfd
+        in_w, in_h = -(-out_w // STRIDE) * STRIDE, -(-out_h // STRIDE) * STRIDE
+        # One OpenCV call resizes, swaps to RGB, normalises and goes to NCHW.
+        blob = cv2.dnn.blobFromImage(image, 1.0 / scrfd.input_std, (out_w, out_h), (scrfd.input_mean,) * 3, swapRB=True)
+        if (in_w, in_h) != (out_w, out_h):
+            padded = np.full((1, 3, in_h, in_w), 0.0 - scrfd.input_mean / scrfd.input_std, np.float32)
+            padded[:, :, :out_h, :out_w] = blob
+            blob = padded
+        outputs = scrfd.session.run(scrfd.output_names, {scrfd.input_name: blob})
+        return self._decode(outputs, in_w, in_h, self.plan.score_threshold if threshold is None else threshold)
+
+    def _decode(self, outputs, in_w: int, in_h: int, threshold: float):
+        from insightface.model_zoo.scrfd import distance2bbox, distance2kps
+
+        scrfd = self.scrfd
+        fmc = scrfd.fmc
+        boxes, points, scores = [], [], []
+        for index, stride in enumerate(scrfd._feat_stride_fpn):
+            level_scores = outputs[index].reshape(-1)
+            hits = np.flatnonzero(level_scores >= threshold)
+            if not len(hits):
+                continue
+            centers = self._anchor_centers(in_h // stride, in_w // stride, stride, scrfd._num_anchors)[hits]
+            box_pred = outputs[index + fmc].reshape(-1, 4)[hits] * stride
+            kps_pred = outputs[index + 2 * fmc].reshape(-1, 10)[hits] * stride
+            boxes.append(distance2bbox(centers, box_pred))
+            points.append(distance2kps(centers, kps_pred).reshape(-1, 5, 2))
+            scores.append(level_scores[hits])
+        if not scores:
+            return np.zeros((0, 4), np.float32), np.zeros((0, 5, 2), np.float32), np.zeros(0, np.float32)
+        boxes, points, scores = np.concatenate(boxes), np.concatenate(points), np.concatenate(scores)
+        keep = suppress(boxes, scores, scrfd.nms_thresh, containment=None)
+        return boxes[keep], points[keep], scores[keep]
+
+    def _anchor_centers(self, rows: int, cols: int, stride: int, anchors: int) -> np.ndarray:
+        key = (rows, cols, stride, anchors)
+        centers = self._centers.get(key)
+        if centers is None:
+            # insightface's layout: row-major (x, y) * stride, each repeated per anchor.
+            grid = np.stack(np.mgrid[:rows, :cols][::-1], axis=-1).astype(np.float32)
+            centers = np.repeat((grid * stride).reshape(-1, 2), anchors, axis=0)
+            if len(self._centers) < 64:
+                self._centers[key] = centers
+        return centers
+
+
+# ---- helpers ------------------------------------------------------------------------
+
+
+def _interp(scale: float) -> int:
+    return cv2.INTER_AREA if scale < 1.0 else cv2.INTER_LINEAR
+
+
+def _fit_tile(length: int, factor: float, most: int, overlap: int) -> tuple[int, int]:
+    """(detector px, source px) of the tiles along one side: as few tiles as `most` px
+    allow, shrunk to cover `length` with little beyond the overlaps, a multiple of the
+    stride (no padding) when the side needs more than one tile."""
+    seen = length * factor
+    if seen <= most:
+        return round(seen), length
+    count = math.ceil((seen - overlap) / (most - overlap))
+    out = min(most, math.ceil(((seen - overlap) / count + overlap) / STRIDE) * STRIDE)
+    return out, min(length, round(out / factor))
+
+
+def _starts(length: int, size: int, overlap: float) -> list[int]:
+    """Tile origins: fixed-size tiles, the last one flush with the end."""
+    if length <= size:
+        return [0]
+    step = size - overlap
+    count = math.ceil((length - size) / step) + 1
+    # Spread evenly, so every overlap is at least `overlap`.
+    return [round(i * (length - size) / (count - 1)) for i in range(count)]
+
+
+def _inside_and_small(boxes, tile_w, tile_h, inner, overlap, margin) -> np.ndarray:
+    left, top, right, bottom = inner
+    x1, y1, x2, y2 = boxes.T
+    cut = (
+        (left & (x1 <= margin))
+        | (top & (y1 <= margin))
+        | (right & (x2 >= tile_w - margin))
+        | (bottom & (y2 >= tile_h - margin))
+    )
+    size = np.maximum(x2 - x1, y2 - y1)
+    return ~cut & (size <= overlap)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(n, m) IoU of boxes a (n, 4) and b (m, 4)."""
+    lt = np.maximum(a[:, None, :2], b[None, :, :2])
+    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.prod(np.clip(rb - lt, 0, None), axis=2)
+    area_a = np.prod(a[:, 2:] - a[:, :2], axis=1)
+    area_b = np.prod(b[:, 2:] - b[:, :2], axis=1)
+    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
+
+
+def suppress(boxes: np.ndarray, scores: np.ndarray, iou: float, containment: float | None) -> list[int]:
+    """Greedy NMS by score; with `containment`, a box that much inside a kept one also goes."""
+    order = np.argsort(-scores, kind="stable")
+    x1, y1, x2, y2 = boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3]
+    areas = np.maximum(x2 - x1, 0) * np.maximum(y2 - y1, 0)
+    keep = []
+    while order.size:
+        i = order[0]
+        keep.append(int(i))
+        rest = order[1:]
+        w = np.maximum(0.0, np.minimum(x2[i], x2[rest]) - np.maximum(x1[i], x1[rest]))
+        h = np.maximum(0.0, np.minimum(y2[i], y2[rest]) - np.maximum(y1[i], y1[rest]))
+        inter = w * h
+        overlap = inter / np.maximum(areas[i] + areas[rest] - inter, 1e-9)
+        drop = overlap > iou
+        if containment is not None:
+            drop |= inter / np.maximum(areas[rest], 1e-9) >= containment
+        order = rest[~drop]
+    return keep
