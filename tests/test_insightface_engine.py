@@ -132,6 +132,11 @@ def _recognizer_graph() -> onnx.GraphProto:
     )
 
 
+def buffalo_l_engine(folder):
+    """buffalo_l from `folder`, its small-face levels on the installed buffalo_s detector."""
+    return InsightFaceEngine(BUFFALO_L, folder, small_face_folder=pack_folder(BUFFALO_S, folder / "elsewhere"))
+
+
 @pytest.fixture
 def model_folder(tmp_path):
     folder = tmp_path / "buffalo_l"
@@ -164,12 +169,12 @@ def no_network(monkeypatch):
 
 
 def test_name(model_folder):
-    assert InsightFaceEngine(BUFFALO_L, model_folder).name == "insightface-buffalo_l"
+    assert buffalo_l_engine(model_folder).name == "insightface-buffalo_l"
 
 
 def test_detect_returns_the_anchor_box_and_landmarks_in_image_pixels(model_folder, photo):
     # Without small faces, a photo this small is one pass at its own size (the overview level).
-    detections = InsightFaceEngine(BUFFALO_L, model_folder).detect(photo, small_faces=False)
+    detections = buffalo_l_engine(model_folder).detect(photo, small_faces=False)
 
     assert len(detections) == 1  # the under-threshold anchor is not a face
     (face,) = detections
@@ -184,7 +189,7 @@ def test_detect_returns_the_anchor_box_and_landmarks_in_image_pixels(model_folde
 
 
 def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
-    engine = InsightFaceEngine(BUFFALO_L, model_folder)
+    engine = buffalo_l_engine(model_folder)
     (face,) = engine.detect(photo, small_faces=False)
 
     (embedding,) = engine.embed_many(photo, [face])
@@ -196,7 +201,7 @@ def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
 
 
 def test_analyze_never_touches_the_network(model_folder, photo, no_network):
-    engine = InsightFaceEngine(BUFFALO_L, model_folder)
+    engine = buffalo_l_engine(model_folder)
     (face,) = engine.analyze(photo, small_faces=False)
 
     assert no_network == []
@@ -208,7 +213,7 @@ def test_analyze_never_touches_the_network(model_folder, photo, no_network):
 
 def test_one_detector_session_serves_every_image_size(model_folder, photo):
     """insightface would build and keep a session per input size; photo sizes vary without bound."""
-    engine = InsightFaceEngine(BUFFALO_L, model_folder)
+    engine = buffalo_l_engine(model_folder)
     session = engine._detector.session
     for size in ((WIDTH, HEIGHT), (320, 96), (64, 480), (1000, 700)):
         engine.detect(cv2.resize(photo, size))
@@ -240,7 +245,7 @@ def test_folder_with_one_file_names_the_other(model_folder, present, missing):
     (model_folder / missing).unlink()
 
     with pytest.raises(ModelsMissing) as refused:
-        InsightFaceEngine(BUFFALO_L, model_folder)
+        buffalo_l_engine(model_folder)
 
     message = str(refused.value)
     assert str(model_folder) in message
@@ -252,7 +257,7 @@ def test_detector_without_landmarks_is_refused(model_folder):
     _save(_detector_graph(with_landmarks=False), model_folder / "det_10g.onnx")
 
     with pytest.raises(ModelFileRejected, match="landmarks"):
-        InsightFaceEngine(BUFFALO_L, model_folder)
+        buffalo_l_engine(model_folder)
 
 
 def test_build_engine_fails_fast_without_buffalo_l(settings, tmp_path):
@@ -308,4 +313,31 @@ def test_swapped_buffalo_l_files_are_refused_by_structure(model_folder):
     recognizer.write_bytes(detector_bytes)
 
     with pytest.raises(ModelFileRejected):
-        InsightFaceEngine(BUFFALO_L, model_folder)
+        buffalo_l_engine(model_folder)
+
+
+def test_buffalo_l_merges_its_own_large_faces_with_buffalo_s_small_faces(model_folder, group_faces):
+    """The production plan: buffalo_l's detector keeps the overview, buffalo_s's runs the finer levels.
+
+    The generated det_10g finds exactly one face, scoring FACE_SCORE, in whatever it sees; the real
+    SCRFD-500M finds t1's six guests on the enlarged levels. One NMS keeps both kinds.
+    """
+    from momentlens.devservices import samples
+
+    group = cv2.resize(samples.group_photo(), None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC)
+    engine = buffalo_l_engine(model_folder)
+    assert engine._pyramid.scrfd is not engine._pyramid.overview_scrfd
+
+    found = engine.detect(group)
+    from_overview = [d for d in found if d.score == pytest.approx(FACE_SCORE)]
+    from_fine_levels = [d for d in found if d.score != pytest.approx(FACE_SCORE)]
+    assert len(from_overview) == 1, "buffalo_l's own detection is kept"
+    assert len(group_faces) == 6
+    for face in group_faces:  # buffalo_s's reading of t1 at its own size, boxes doubled
+        assert any(_iou(face.box * 2, other.box) > 0.6 for other in from_fine_levels), "buffalo_s's faces are kept"
+
+
+def _iou(a, b) -> float:
+    left_top, right_bottom = np.maximum(a[:2], b[:2]), np.minimum(a[2:], b[2:])
+    inter = np.prod(np.clip(right_bottom - left_top, 0, None))
+    return float(inter / (np.prod(a[2:] - a[:2]) + np.prod(b[2:] - b[:2]) - inter))

@@ -24,9 +24,11 @@ def build_engine(pack_name: str | None = None) -> FaceEngine:
     from faces.engines.insightface import InsightFaceEngine
 
     pack = pack_named(pack_name or settings.FACE_MODEL_PACK)
+    small = pack.small_faces_from
     return InsightFaceEngine(
         pack,
         pack_folder(pack, settings.FACE_MODEL_ROOT),
+        small_face_folder=pack_folder(small, settings.FACE_MODEL_ROOT) if small else None,
         intra_op_threads=settings.ORT_INTRA_OP_THREADS,
         providers=settings.ORT_PROVIDERS,
     )

@@ -28,31 +28,44 @@ warnings.filterwarnings("ignore", category=FutureWarning, module="insightface.ut
 
 
 class InsightFaceEngine(FaceEngine):
-    def __init__(self, pack: ModelPack, folder: Path, *, intra_op_threads: int = 1, providers: list[str] | None = None):
+    def __init__(
+        self,
+        pack: ModelPack,
+        folder: Path,
+        *,
+        small_face_folder: Path | None = None,
+        intra_op_threads: int = 1,
+        providers: list[str] | None = None,
+    ):
+        """`small_face_folder`: where pack.small_faces_from's files are, for a pack whose small-face
+        levels run another pack's detector (buffalo_l: buffalo_s's)."""
         detector_file, recognizer_file = (str(path) for path in pack.files(folder))
+        small_detector_file = str(pack.small_faces_from.files(small_face_folder)[0]) if pack.small_faces_from else None
         from insightface.model_zoo.arcface_onnx import ArcFaceONNX
         from insightface.model_zoo.onnxruntime_utils import preload_cuda_libraries
-        from insightface.model_zoo.scrfd import SCRFD
 
         self.name = pack.engine_name
         self.pack = pack
-        providers = list(providers or ["CPUExecutionProvider"])
-        preload_cuda_libraries(providers)
-        # One session for every input size: by default insightface builds, and keeps,
-        # a fixed-shape session for each new size, and photo sizes vary without bound.
-        self._detector = SCRFD(
-            model_file=detector_file,
-            session=_session(detector_file, intra_op_threads, providers),
-            static_shape_sessions=False,
-        )
-        if not self._detector.use_kps:
-            raise ModelFileRejected(f"{detector_file} is not a SCRFD detector with landmarks: use {pack.name}'s file")
-        self._pyramid = PyramidDetector(self._detector)
-        self._recognizer = ArcFaceONNX(
-            model_file=recognizer_file, session=_session(recognizer_file, intra_op_threads, providers)
-        )
+        self._options = (intra_op_threads, list(providers or ["CPUExecutionProvider"]))
+        preload_cuda_libraries(self._options[1])
+        self._detector = self._scrfd(detector_file, pack.name)
+        fine = self._scrfd(small_detector_file, pack.small_faces_from.name) if small_detector_file else self._detector
+        self._pyramid = PyramidDetector(fine, overview_scrfd=self._detector)
+        self._recognizer = ArcFaceONNX(model_file=recognizer_file, session=_session(recognizer_file, *self._options))
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
+
+    def _scrfd(self, model_file: str, pack_name: str):
+        from insightface.model_zoo.scrfd import SCRFD
+
+        # One session for every input size: by default insightface builds, and keeps,
+        # a fixed-shape session for each new size, and photo sizes vary without bound.
+        detector = SCRFD(
+            model_file=model_file, session=_session(model_file, *self._options), static_shape_sessions=False
+        )
+        if not detector.use_kps:
+            raise ModelFileRejected(f"{model_file} is not a SCRFD detector with landmarks: use {pack_name}'s file")
+        return detector
 
     def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Detection]:
         found = self._pyramid.detect(image, small_faces=small_faces)

@@ -8,7 +8,9 @@
 - `buffalo_l` (SCRFD-10G + ArcFace ResNet-50): the production pack. It cannot be
   fetched here; the operator puts its two files in `FACE_MODEL_ROOT/buffalo_l/`.
   No digest of them was measured here, so they are checked by structure (a SCRFD
-  detector with landmarks, a 112 px recogniser) when the sessions are built.
+  detector with landmarks, a 112 px recogniser) when the sessions are built. Its
+  SCRFD-10G finds the large faces (the overview level); buffalo_s's SCRFD-500M runs
+  the small-face levels beside it (docs/ARCHITECTURE.md §6, "Production plan").
 InsightFace's pretrained models are licensed for non-commercial research only.
 """
 
@@ -32,6 +34,9 @@ class ModelPack:
     # file name -> sha256; empty where no digest is known (buffalo_l).
     sha256: dict[str, str]
     where: str  # how an operator gets the files there, for the error message
+    # A pack whose detector runs the small-face levels beside this pack's own (which keeps the
+    # overview): SCRFD-10G over a 1.5x pyramid would cost ~20x SCRFD-500M's 2 s per 12 MP photo.
+    small_faces_from: "ModelPack | None" = None
 
     @property
     def engine_name(self) -> str:
@@ -76,6 +81,7 @@ BUFFALO_L = ModelPack(
     recognizer="w600k_r50.onnx",
     sha256={},
     where="the worker never downloads buffalo_l: copy those two files from the pack into that folder.",
+    small_faces_from=BUFFALO_S,
 )
 
 PACKS = {pack.name: pack for pack in (BUFFALO_S, BUFFALO_L)}

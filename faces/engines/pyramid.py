@@ -92,10 +92,14 @@ STRIDE = 32
 
 
 class PyramidDetector:
-    def __init__(self, scrfd, plan: Plan = Plan()):
-        if not scrfd.use_kps:
-            raise ValueError("PyramidDetector needs a SCRFD model with keypoints")
+    def __init__(self, scrfd, plan: Plan = Plan(), *, overview_scrfd=None):
+        """`scrfd` runs the fine levels and the second looks; `overview_scrfd` (default: the same) the
+        overview level, which finds the large faces (buffalo_l's SCRFD-10G beside buffalo_s's SCRFD-500M)."""
+        for detector in (scrfd, overview_scrfd or scrfd):
+            if not detector.use_kps:
+                raise ValueError("PyramidDetector needs SCRFD models with keypoints")
         self.scrfd = scrfd
+        self.overview_scrfd = overview_scrfd or scrfd
         self.plan = plan
         self._centers: dict = {}
 
@@ -120,7 +124,7 @@ class PyramidDetector:
         boxes, points, scores = [], [], []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
-            for b, k, s in self._level(image, scale, keep_all=last):
+            for b, k, s in self._level(image, scale, keep_all=last, scrfd=self.overview_scrfd if last else self.scrfd):
                 boxes.append(b)
                 points.append(k)
                 scores.append(s)
@@ -176,14 +180,14 @@ class PyramidDetector:
 
     # ---- one level --------------------------------------------------------------
 
-    def _level(self, image: np.ndarray, scale: float, keep_all: bool):
+    def _level(self, image: np.ndarray, scale: float, keep_all: bool, scrfd):
         """Detections of one level, in photo pixels, as (boxes, keypoints, scores) chunks."""
         plan = self.plan
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
         if keep_all or scaled_w * scaled_h <= plan.whole_max_pixels:
             scaled = image if scale == 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=_interp(scale))
-            b, k, s = self._run(scaled, scaled_w, scaled_h)
+            b, k, s = self._run(scaled, scaled_w, scaled_h, scrfd=scrfd)
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
             yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
             return
@@ -200,7 +204,7 @@ class PyramidDetector:
         for y in _starts(source_h, tile_h, overlap):
             for x in _starts(source_w, tile_w, overlap):
                 crop = source[y : y + tile_h, x : x + tile_w]
-                b, k, s = self._run(crop, out_w, out_h)
+                b, k, s = self._run(crop, out_w, out_h, scrfd=scrfd)
                 if not len(s):
                     continue
                 fx, fy = out_w / tile_w, out_h / tile_h
@@ -214,11 +218,11 @@ class PyramidDetector:
 
     # ---- one detector pass ---------------------------------------------------------
 
-    def _run(self, image: np.ndarray, out_w: int, out_h: int, threshold: float | None = None):
+    def _run(self, image: np.ndarray, out_w: int, out_h: int, threshold: float | None = None, scrfd=None):
         """SCRFD on `image` resized to out_w x out_h (no-op if that is its size), padded to the
         stride. Returns boxes (n, 4), keypoints (n, 5, 2), scores (n,) in detector pixels,
         after the detector's own NMS."""
-        scrfd = self.scrfd
+        scrfd = scrfd or self.scrfd
         in_w, in_h = -(-out_w // STRIDE) * STRIDE, -(-out_h // STRIDE) * STRIDE
         # One OpenCV call resizes, swaps to RGB, normalises and goes to NCHW.
         blob = cv2.dnn.blobFromImage(image, 1.0 / scrfd.input_std, (out_w, out_h), (scrfd.input_mean,) * 3, swapRB=True)
@@ -227,12 +231,11 @@ class PyramidDetector:
             padded[:, :, :out_h, :out_w] = blob
             blob = padded
         outputs = scrfd.session.run(scrfd.output_names, {scrfd.input_name: blob})
-        return self._decode(outputs, in_w, in_h, self.plan.score_threshold if threshold is None else threshold)
+        return self._decode(outputs, in_w, in_h, self.plan.score_threshold if threshold is None else threshold, scrfd)
 
-    def _decode(self, outputs, in_w: int, in_h: int, threshold: float):
+    def _decode(self, outputs, in_w: int, in_h: int, threshold: float, scrfd):
         from insightface.model_zoo.scrfd import distance2bbox, distance2kps
 
-        scrfd = self.scrfd
         fmc = scrfd.fmc
         boxes, points, scores = [], [], []
         for index, stride in enumerate(scrfd._feat_stride_fpn):
