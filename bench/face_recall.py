@@ -357,6 +357,9 @@ def recall_pass(args, detectors: dict, sources: list[FaceSource]) -> dict:
     for index, (mp, bucket) in enumerate(specs, 1):
         scene = bucket_scene(rng, sources, mp, bucket)
         log(f"scene {index}/{len(specs)}: {mp} MP, {bucket.label()}")
+        if index == 1:  # untimed: sessions allocate their buffers on the first run
+            for run in detectors.values():
+                run(scene.image)
         for name, run in detectors.items():
             if runs_at(name, mp):
                 began = time.perf_counter()
@@ -522,7 +525,8 @@ def goals(args, tally: Tally, name: str, timing: dict, peak: float | None) -> di
     blurred = [(tally.recall(mp, Bucket(w, s)), f"{mp} MP") for mp in args.mp for w, s in BLURRED]
     blurred = [(r, where) for r, where in blurred if r is not None]
     fp = tally.false_per_free(12)
-    ratios = [timing[name, mp] / timing[CENTERFACE, mp] for mp in SIZES if (CENTERFACE, mp) in timing]
+    compared = [mp for mp in SIZES if (CENTERFACE, mp) in timing and (name, mp) in timing]
+    ratios = [timing[name, mp] / timing[CENTERFACE, mp] for mp in compared]
     growth = timing[name, 48] / 4 / timing[name, 12] if (name, 48) in timing else None
     low_sharp = min(sharp) if sharp else (None, "")
     low_blurred = min(blurred) if blurred else (None, "")
@@ -537,7 +541,7 @@ def goals(args, tally: Tally, name: str, timing: dict, peak: float | None) -> di
         ),
         f"≤ {GOAL_FP:g} false positive per face-free 12 MP scene": (_num(fp), _met(fp, GOAL_FP, higher=False)),
         f"time ≤ {GOAL_RATIO}x CenterFace's": (
-            " / ".join(f"{r:.2f}" for r in ratios) + " (12 / 24 MP)",
+            " / ".join(f"{r:.2f}" for r in ratios) + " (" + " / ".join(map(str, compared)) + " MP)",
             _met(max(ratios) if ratios else None, GOAL_RATIO, higher=False),
         ),
         "time grows no faster than pixel count (s per MP, 48 vs 12 MP)": (

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class WorkerState:
     """What the loop tells /health. Written by the loop thread, read by the server thread."""
 
-    phase: str = "starting"  # starting -> running -> stopped
+    phase: str = "starting"  # starting (loading) -> waiting_for_lock -> running -> stopped
     lock_held: bool = False
     queue_length: int | None = None
     last_job_at: float | None = None

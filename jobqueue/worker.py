@@ -261,6 +261,7 @@ class Worker:
         """
         announced = False
         delay = 0.5
+        self.state.update(phase="waiting_for_lock")
         while not self.stopping:
             try:
                 with connection.cursor() as cursor:
@@ -274,7 +275,7 @@ class Worker:
                             kv(
                                 "queue_lock",
                                 outcome="taken",
-                                pid=self._lock_pid,
+                                backend_pid=self._lock_pid,
                                 made_visible=reset,
                             )
                         )
@@ -290,7 +291,12 @@ class Worker:
                 continue
             if not announced:
                 log.info(
-                    kv("queue_lock", outcome="taken_by_other", holder_pid=holder, retry_s=self.config.lock_retry_s)
+                    kv(
+                        "queue_lock",
+                        outcome="taken_by_other",
+                        holder_backend_pid=holder,
+                        retry_s=self.config.lock_retry_s,
+                    )
                 )
                 announced = True
             self._sleep(self.config.lock_retry_s)

@@ -1,6 +1,7 @@
 """The loop's guarantees, run in this process against the real embedded PostgreSQL."""
 
 import json
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -170,6 +171,32 @@ def test_health_is_503_before_the_loop_200_while_it_runs_503_after():
     assert seen["during"][1]["lock_held"] is True
     assert seen["after"][0] == 503
     assert seen["after"][1]["phase"] == "stopped"
+
+
+def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg):
+    import threading
+
+    import psycopg
+
+    from jobqueue.queries import READER_LOCK_KEY
+
+    state = WorkerState()
+    health = HealthServer(state, 0).start()
+    worker = Worker(FAST, state)
+    with psycopg.connect(embedded_pg.uri, autocommit=True) as other:
+        other.execute("SELECT pg_advisory_lock(%s)", [READER_LOCK_KEY])
+        thread = threading.Thread(target=lambda: (worker.run(), connection.close()))
+        thread.start()
+        try:
+            deadline = time.monotonic() + 10
+            while state.phase != "waiting_for_lock" and time.monotonic() < deadline:
+                time.sleep(0.02)
+            status, body = get_health(health.port)
+        finally:
+            worker.request_stop()
+            thread.join(10)
+            health.stop()
+    assert (status, body["phase"], body["lock_held"]) == (503, "waiting_for_lock", False)
 
 
 def test_parse_rejects_what_is_not_json():

@@ -73,7 +73,7 @@ def test_two_workers_one_reads_the_other_waits_then_takes_over(env, tmp_path):
     try:
         wait_for(lambda: "outcome=taken_by_other" in second_log.read_text())
         assert done_by(second.pid) == 0
-        assert "holder_pid=" in second_log.read_text()
+        assert "holder_backend_pid=" in second_log.read_text()
 
         first.send_signal(signal.SIGKILL)
         first.wait(30)
@@ -88,6 +88,35 @@ def test_two_workers_one_reads_the_other_waits_then_takes_over(env, tmp_path):
     # Every job ran to completion exactly once, whoever ran it.
     assert Event.objects.filter(name__startswith="done ").count() == 40
     assert done_by(first.pid) + done_by(second.pid) == 40
+
+
+def test_a_second_worker_on_the_same_machine_with_default_settings_waits(env, tmp_path):
+    """Both want the same /health port: the second says so in one line and waits for the queue."""
+    from momentlens.devservices.seaweedfs import free_port
+
+    port = free_port()
+    env = {**env, "WORKER_HEALTH_PORT": str(port)}
+    for _ in range(20):
+        send(job("test_record", seconds=0.1))
+    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
+    first = spawn_worker(env, log_path=first_log)
+    wait_for(lambda: done_by(first.pid) > 0)
+    second = spawn_worker(env, log_path=second_log)
+    try:
+        wait_for(lambda: "outcome=taken_by_other" in second_log.read_text())
+        text = second_log.read_text()
+        assert f"event=health_unavailable port={port}" in text
+        assert "WORKER_HEALTH_PORT" in text
+        assert f"event=worker_start pid={second.pid}" in text
+        assert "Traceback" not in text
+        assert second.poll() is None, "it waits, alive"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
+            assert json.loads(response.read())["phase"] == "running", "the first worker's /health"
+    finally:
+        for worker in (first, second):
+            worker.send_signal(signal.SIGTERM)
+        assert first.wait(30) == 0
+        assert second.wait(30) == 0
 
 
 def test_the_worker_survives_pg_terminate_backend_and_finishes_the_queue(env, tmp_path):

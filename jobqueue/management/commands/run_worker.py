@@ -1,5 +1,7 @@
 """`python manage.py run_worker`: the pgmq consumer, run by systemd (SPEC §5)."""
 
+import logging
+import os
 import signal
 import sys
 
@@ -9,7 +11,11 @@ from django.core.management.base import BaseCommand
 from faces.engines.base import ModelsMissing
 from jobqueue import reporting
 from jobqueue.health import HealthServer, WorkerState
+from jobqueue.logfmt import kv
 from jobqueue.worker import Worker, WorkerConfig, WorkerDied
+
+
+log = logging.getLogger("jobqueue.worker")
 
 
 class Command(BaseCommand):
@@ -22,9 +28,10 @@ class Command(BaseCommand):
 
     def handle(self, *args, drain=False, once=False, health_port=None, **options):
         reporting.init_sentry(settings.SENTRY_DSN)
+        log.info(kv("worker_start", pid=os.getpid(), drain=drain, once=once))
         state = WorkerState()
         port = settings.WORKER_HEALTH_PORT if health_port is None else health_port
-        health = HealthServer(state, port).start() if port else None
+        health = start_health(state, port) if port else None
         worker = Worker(WorkerConfig.from_settings(), state, drain=drain, once=once, startup=prepare)
         previous = {
             sig: signal.signal(sig, lambda *_: worker.request_stop()) for sig in (signal.SIGTERM, signal.SIGINT)
@@ -40,6 +47,18 @@ class Command(BaseCommand):
             if health:
                 health.stop()
             reporting.flush()
+
+
+def start_health(state: WorkerState, port: int) -> HealthServer | None:
+    """/health on `port`; a port that cannot be used (another worker on this machine has it) is one log
+    line, and the worker goes on without /health: taking the queue matters more than reporting on it."""
+    try:
+        return HealthServer(state, port).start()
+    except OSError as error:
+        log.warning(
+            kv("health_unavailable", port=port, error=f"{type(error).__name__}: {error}", fix="set WORKER_HEALTH_PORT")
+        )
+        return None
 
 
 def prepare() -> None:
