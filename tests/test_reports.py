@@ -70,3 +70,9 @@ def test_event_report_shows_states_dnp_members_clusters_and_archived_jobs(publis
     assert "archived_jobs=1" in text
     assert "job=face_process tries=1 reason=image_too_large" in text
     assert f"photo {broken.id} state=waiting" in text
+
+
+def test_the_reports_take_the_short_ids_make_demo_prints(published_event):
+    event, photo, _, _ = published_event
+    assert f"photo {photo.id} event={event.id}" in report("photo_report", str(photo.id)[:8])
+    assert f"event {event.id} (Reunion)" in report("event_report", str(event.id)[:8].upper())

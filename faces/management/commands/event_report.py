@@ -6,9 +6,10 @@ the message): an ops command, never on the worker's path.
 
 from collections import Counter
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import connection
 
+from faces.management.ids import row_by_id
 from faces.models import Event
 
 ARCHIVED_FOR_EVENT = """
@@ -23,12 +24,10 @@ class Command(BaseCommand):
     help = "Print an event's photos by state, its DNP members, its Unknown clusters and its archived jobs."
 
     def add_arguments(self, parser):
-        parser.add_argument("event_id")
+        parser.add_argument("event_id", help="the event's uuid, or a unique prefix of it")
 
     def handle(self, *args, event_id, **options):
-        event = Event.objects.filter(id=event_id).first()
-        if event is None:
-            raise CommandError(f"no event {event_id}")
+        event = row_by_id(Event, event_id, "event")
         write = self.stdout.write
         photos = list(event.photos.order_by("created_at"))
         states = Counter(photo.state for photo in photos)

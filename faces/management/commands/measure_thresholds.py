@@ -92,7 +92,9 @@ class Command(BaseCommand):
         parser.add_argument("--min-face", type=float, default=20.0, help="group_ faces narrower (px) are ignored")
 
     def handle(self, *args, directory: Path, candidates: str, **options):
-        folders = sorted(p for p in directory.iterdir() if p.is_dir()) if directory.is_dir() else []
+        if not directory.is_dir():
+            raise CommandError(f"{directory} is not a folder (it should hold one folder of photos per person)")
+        folders = sorted(p for p in directory.iterdir() if p.is_dir())
         if len(folders) < 2:
             raise CommandError(f"{directory} must hold at least two person folders")
         engine = resident_engine()

@@ -1,8 +1,9 @@
 """`python manage.py photo_report PHOTO_ID`: one photo's faces, matches, clusters, files and keys. Read-only."""
 
 from django.core.files.storage import default_storage
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
+from faces.management.ids import row_by_id
 from faces.models import Photo
 
 
@@ -10,12 +11,10 @@ class Command(BaseCommand):
     help = "Print a photo's state, faces (box, score, match, similarity, cluster) and files (key, in storage?)."
 
     def add_arguments(self, parser):
-        parser.add_argument("photo_id")
+        parser.add_argument("photo_id", help="the photo uuid, or a unique prefix of it, as make demo prints")
 
     def handle(self, *args, photo_id, **options):
-        photo = Photo.objects.select_related("event").filter(id=photo_id).first()
-        if photo is None:
-            raise CommandError(f"no photo {photo_id}")
+        photo = row_by_id(Photo, photo_id, "photo", Photo.objects.select_related("event"))
         write = self.stdout.write
         write(
             f"photo {photo.id} event={photo.event_id} ({photo.event.name}) state={photo.state} "

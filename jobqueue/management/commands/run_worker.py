@@ -14,7 +14,6 @@ from jobqueue.health import HealthServer, WorkerState
 from jobqueue.logfmt import kv
 from jobqueue.worker import Worker, WorkerConfig, WorkerDied
 
-
 log = logging.getLogger("jobqueue.worker")
 
 
