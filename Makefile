@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint install tools clean demo
+.PHONY: test lint install tools clean demo stop
 
 test: $(STAMP) tools
 	$(BIN)/ruff check .
@@ -22,17 +22,24 @@ tools:
 # that ask for opencv-python from installing it beside opencv-python-headless.
 $(STAMP): requirements.txt requirements-dev.txt
 	test -x $(BIN)/python || "$$(scripts/python312)" -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --no-deps -r requirements-dev.txt
+	@echo "installing requirements-dev.txt into $(VENV) (about a minute the first time)"
+	$(BIN)/python -m pip install --no-deps --progress-bar off -r requirements-dev.txt
 	touch $@
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-clean:
+# Stop the embedded PostgreSQL servers the embedded defaults left running (var/ and var/demo/).
+stop:
+	@if test -x $(BIN)/python; then $(BIN)/python -m momentlens.devservices stop; fi
+
+# Stops the servers first: their binaries live in .venv.
+clean: stop
 	rm -rf $(VENV)
 
-# `make demo`: the main job on the embedded defaults (PostgreSQL under var/postgres,
-# files under var/media, the buffalo_s models); the report lands in var/demo/.
+# `make demo`: the main job on the embedded defaults, in its own var/demo/ (PostgreSQL under
+# var/demo/postgres, files under var/demo/media, the buffalo_s models), so that a worker running
+# on var/ is no obstacle; the report lands in var/demo/.
 demo: $(STAMP)
-	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/python manage.py demo
+	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN MOMENTLENS_VAR_DIR=var/demo $(BIN)/python manage.py demo --out var/demo

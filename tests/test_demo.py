@@ -89,3 +89,22 @@ def test_demo_refuses_object_storage(settings):
     }
     with pytest.raises(CommandError, match="R2_ENDPOINT_URL"):
         call_command("demo", stdout=StringIO())
+
+
+@pytest.mark.usefixtures("live_db")
+def test_an_interrupted_demo_exits_non_zero_without_a_report(demo_media, tmp_path, monkeypatch):
+    """Ctrl-C stops the worker after its current job; the demo then says so instead of reporting."""
+    from faces.management.commands import demo
+
+    real_run = demo.JobProgress.run_worker
+    runs = []
+
+    def stopped_before_the_photos(progress):
+        runs.append(1)
+        if len(runs) == 1:
+            real_run(progress)
+
+    monkeypatch.setattr(demo.JobProgress, "run_worker", stopped_before_the_photos)
+    with pytest.raises(CommandError, match=r"interrupted: \d+ job\(s\) not done"):
+        run_demo(tmp_path / "demo")
+    assert not (tmp_path / "demo" / "report.html").exists()

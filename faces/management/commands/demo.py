@@ -61,6 +61,7 @@ class Command(BaseCommand):
         self.say("4/5 worker: the photos (face_process)")
         seed.send_photo_jobs(seeded)
         progress.run_worker()
+        refuse_if_interrupted()
 
         self.say("5/5 report: reading the files back by the keys on the rows")
         reports = report.collect(seeded.photos)
@@ -85,6 +86,14 @@ class Command(BaseCommand):
 
     def say(self, line: str) -> None:
         self.stdout.write(line)
+
+
+def refuse_if_interrupted() -> None:
+    """The worker stops early only when told to (Ctrl-C, SIGTERM): then there is no report to write."""
+    with connection.cursor() as cursor:
+        left = queries.metrics(cursor).length
+    if left:
+        raise CommandError(f"interrupted: {left} job(s) not done, no report written")
 
 
 def demo_media_root() -> Path:
