@@ -2,7 +2,7 @@
 
 Candidates are the event's active members with `ready` references of the same
 engine: matching never crosses events. Every comparison happens here and its
-result is stored on the face row (SPEC §6).
+result is stored on the face row (docs/ARCHITECTURE.md §6).
 """
 
 import uuid

@@ -66,7 +66,7 @@ def queue() -> str:
 
 
 def tables() -> str:
-    """Every table and column the worker's models read (SPEC §2)."""
+    """Every table and column the worker's models read (docs/ARCHITECTURE.md §2)."""
     expected = {
         model._meta.db_table: {field.column for field in model._meta.concrete_fields if field.column}
         for model in apps.get_app_config("faces").get_models()

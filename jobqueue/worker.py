@@ -1,4 +1,4 @@
-"""The consumer loop behind `run_worker` (SPEC §5, docs/ARCHITECTURE.md "Consumer").
+"""The consumer loop behind `run_worker` (docs/ARCHITECTURE.md §4).
 
 One reader at a time (a session advisory lock), one message at a time, oldest
 first. A try is a read: pgmq's read_ct counts it, and the read commits before the

@@ -1,4 +1,5 @@
-"""What a job's archive undoes or records (SPEC §4 rule 7, reference_process), and references' dominant face."""
+"""What a job's archive undoes or records (docs/ARCHITECTURE.md §5, rule 7; reference_process), and
+references' dominant face."""
 
 import cv2
 import numpy as np

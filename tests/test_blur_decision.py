@@ -1,4 +1,4 @@
-"""The blur decision of SPEC §6, on synthetic similarities: every branch of the rule."""
+"""The blur decision of docs/ARCHITECTURE.md §6, on synthetic similarities: every branch of the rule."""
 
 import uuid
 from types import SimpleNamespace

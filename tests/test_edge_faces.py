@@ -1,4 +1,4 @@
-"""Faces cut by the image edge are blurred over all of their visible part (SPEC §7)."""
+"""Faces cut by the image edge are blurred over all of their visible part (docs/ARCHITECTURE.md §7)."""
 
 import cv2
 import numpy as np

@@ -1,4 +1,4 @@
-"""The sweep of derived objects (SPEC §3, §4 rule 5): never what a job in flight writes,
+"""The sweep of derived objects (docs/ARCHITECTURE.md §3, §5 rule 5): never what a job in flight writes,
 never an upload, always what replaced, deleted or failed work left behind."""
 
 import threading

@@ -1,4 +1,4 @@
-"""The photo jobs of SPEC §4: face_process, thumbnail_dims, reprocess, reprocess_event."""
+"""The photo jobs (docs/ARCHITECTURE.md §5): face_process, thumbnail_dims, reprocess, reprocess_event."""
 
 import logging
 
@@ -53,7 +53,8 @@ def reprocess(payload: dict) -> dict:
 
 
 def unpublish_event(payload: dict) -> int:
-    """The archive's hook (SPEC §4 rule 7): a DNP change that could not be applied leaves no old file up."""
+    """The archive's hook (docs/ARCHITECTURE.md §5, rule 7): a DNP change that could not be applied
+    leaves no old file up."""
     return Photo.objects.published().filter(event_id=payload["event_id"]).update(processed_at=None)
 
 

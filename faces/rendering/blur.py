@@ -1,4 +1,4 @@
-"""Blur that cannot be undone (SPEC §7).
+"""Blur that cannot be undone (docs/ARCHITECTURE.md §7).
 
 Downsampling to a few cells discards the face's information; upsampling and a box
 blur on top remove the blocks' edges, which would otherwise keep a coarse shape. A

@@ -1,4 +1,4 @@
-"""Derived object keys (SPEC §3). Only the worker builds these, always versioned."""
+"""Derived object keys (docs/ARCHITECTURE.md §3). Only the worker builds these, always versioned."""
 
 import re
 

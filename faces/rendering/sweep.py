@@ -1,4 +1,4 @@
-"""Delete the derived objects nothing points at any more (SPEC §3, §4 rule 5).
+"""Delete the derived objects nothing points at any more (docs/ARCHITECTURE.md §3, §5 rule 5).
 
 The photo's derived prefix (`events/{event}/photos/{photo}/`) is the durable record:
 whatever lies there of a derived shape, that no row names and that is not newer than

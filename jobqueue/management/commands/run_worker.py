@@ -1,4 +1,4 @@
-"""`python manage.py run_worker`: the pgmq consumer, run by systemd (SPEC §5)."""
+"""`python manage.py run_worker`: the pgmq consumer, run by systemd (docs/ARCHITECTURE.md §4)."""
 
 import logging
 import os
