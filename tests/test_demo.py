@@ -92,6 +92,14 @@ def test_demo_refuses_object_storage(settings):
 
 
 @pytest.mark.usefixtures("live_db")
+def test_the_report_shows_the_reference_as_the_worker_left_it(demo_media, tmp_path):
+    run_demo(tmp_path / "demo")
+    html = (tmp_path / "demo" / "report.html").read_text()
+    assert "(status ready)" in html
+    assert "(status pending)" not in html
+
+
+@pytest.mark.usefixtures("live_db")
 def test_an_interrupted_demo_exits_non_zero_without_a_report(demo_media, tmp_path, monkeypatch):
     """Ctrl-C stops the worker after its current job; the demo then says so instead of reporting."""
     from faces.management.commands import demo

@@ -118,6 +118,8 @@ def contact_sheet(reports: list[PhotoReport], title: str) -> np.ndarray:
         cv2.rectangle(header, (x, 40), (x + 14, 54), COLOURS[name], -1)
         cv2.putText(header, name, (x + 20, 52), FONT, 0.45, INK, 1, cv2.LINE_AA)
         x += 110
+    key = "#n 0.97: face n, and its best similarity to a member's reference (- when nobody is a candidate)"
+    cv2.putText(header, key, (x + 10, 52), FONT, 0.45, INK, 1, cv2.LINE_AA)
     padded = [np.pad(row, ((0, 0), (0, width - row.shape[1]), (0, 0)), constant_values=245) for row in rows]
     return np.vstack([header, *padded])
 
@@ -194,6 +196,7 @@ def write_png(path: Path, image: np.ndarray) -> None:
 
 def write_html(path: Path, reports: list[PhotoReport], *, seeded, summary: list[tuple[str, str]], sheet_name: str):
     engine = next((face.engine for report in reports for face in report.faces), None)
+    seeded.reference.refresh_from_db()  # its status after the worker ran, not as seeded
     limits = thresholds.for_engine(engine) if engine else None
     e = html.escape
     parts = [
