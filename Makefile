@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint install tools clean demo stop
+.PHONY: test lint install tools clean demo stop platforms
 
 test: $(STAMP) tools
 	$(BIN)/ruff check .
@@ -25,6 +25,10 @@ $(STAMP): requirements.txt requirements-dev.txt
 	@echo "installing requirements-dev.txt into $(VENV) (about a minute the first time)"
 	$(BIN)/python -m pip install --no-deps --progress-bar off -r requirements-dev.txt
 	touch $@
+
+# Every pin resolves to a wheel on Linux x86-64, Linux ARM64 and macOS ARM64 (CPython 3.12).
+platforms: $(STAMP)
+	$(BIN)/python scripts/check_platforms.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
