@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT))
 
 SIZES = {12: (4000, 3000), 24: (5657, 4243), 48: (8000, 6000)}
 WIDTHS = (16, 20, 24, 32, 48, 64, 96, 128, 256, 700)
-LARGE_WIDTHS = (24, 32, 64, 256, 700)  # at 24 and 48 MP
+LARGE_WIDTHS = (24, 64, 256, 700)  # at 24 and 48 MP
 BLURRED = ((24, 1.2),)  # (width, Gaussian sigma)
 BIG_FACE = 500  # from this width: 2 faces a scene, twice the scenes
 FACES_PER_SCENE = 12
@@ -517,26 +517,28 @@ def print_memory(memory: dict) -> None:
 def goals(args, tally: Tally, name: str, timing: dict, peak: float | None) -> dict:
     """Each goal's measured value (text) and whether it is met (None: not measured in this run)."""
     sharp = [
-        (tally.recall(mp, b), f"{b.label()} px at {mp} MP")
+        (tally.recall(mp, b), b.width, f"{b.label()} px at {mp} MP")
         for mp in args.mp
         for b in buckets_at({name: tally}, mp)
         if b.width >= GOAL_WIDTH and not b.blur
     ]
-    blurred = [(tally.recall(mp, Bucket(w, s)), f"{mp} MP") for mp in args.mp for w, s in BLURRED]
-    blurred = [(r, where) for r, where in blurred if r is not None]
+    blurred = [(tally.recall(mp, Bucket(w, s)), mp, f"{mp} MP") for mp in args.mp for w, s in BLURRED]
+    blurred = [entry for entry in blurred if entry[0] is not None]
     fp = tally.false_per_free(12)
     compared = [mp for mp in SIZES if (CENTERFACE, mp) in timing and (name, mp) in timing]
     ratios = [timing[name, mp] / timing[CENTERFACE, mp] for mp in compared]
-    growth = timing[name, 48] / 4 / timing[name, 12] if (name, 48) in timing else None
-    low_sharp = min(sharp) if sharp else (None, "")
-    low_blurred = min(blurred) if blurred else (None, "")
+    growth = None
+    if (name, 48) in timing and (name, 12) in timing:
+        growth = timing[name, 48] / mp_of(48) / (timing[name, 12] / mp_of(12))
+    low_sharp = min(sharp) if sharp else (None, 0, "")
+    low_blurred = min(blurred) if blurred else (None, 0, "")
     return {
         f"≥ {GOAL_SHARP:.0%} at every width ≥ {GOAL_WIDTH} px, sharp": (
-            f"lowest {_pct(low_sharp[0])} ({low_sharp[1]})",
+            f"lowest {_pct(low_sharp[0])} ({low_sharp[2]})",
             _met(low_sharp[0], GOAL_SHARP, higher=True),
         ),
         f"≥ {GOAL_BLURRED:.0%} at 24 px blurred": (
-            "; ".join(f"{_pct(r)} at {where}" for r, where in blurred),
+            "; ".join(f"{_pct(r)} at {where}" for r, _, where in blurred),
             _met(low_blurred[0], GOAL_BLURRED, higher=True),
         ),
         f"≤ {GOAL_FP:g} false positive per face-free 12 MP scene": (_num(fp), _met(fp, GOAL_FP, higher=False)),
