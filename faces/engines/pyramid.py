@@ -57,9 +57,8 @@ Found = tuple[np.ndarray, np.ndarray, float]
 
 @dataclass(frozen=True)
 class Plan:
-    # The finest level: the photo enlarged this much. 24 px faces become 34 px (1.5x: 10 % slower,
-    # no better: bench/face_recall.py --plan fine_scale=1.5).
-    fine_scale: float = 1.4
+    # The finest level: the photo enlarged this much. 24 px faces become 36 px.
+    fine_scale: float = 1.5
     # Each coarser level is this much smaller; a tiled level keeps faces up to
     # `tile_overlap`, which are >= tile_overlap / level_ratio px at the next level.
     level_ratio: float = 3.0
