@@ -47,6 +47,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from faces.engines.pyramid import iou  # noqa: E402  (the detector's own overlap measure)
+
 SIZES = {12: (4000, 3000), 24: (5657, 4243), 48: (8000, 6000)}
 WIDTHS = (16, 20, 24, 32, 48, 64, 96, 128, 256, 700)
 LARGE_WIDTHS = (24, 64, 256, 700)  # at 24 and 48 MP
@@ -339,16 +341,6 @@ class Tally:
     def false_per_free(self, megapixels: int) -> float | None:
         false, scenes = self.false.get((megapixels, True), (0, 0))
         return false / scenes if scenes else None
-
-
-def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(n, m) IoU of boxes a (n, 4) and b (m, 4)."""
-    lt = np.maximum(a[:, None, :2], b[None, :, :2])
-    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.prod(np.clip(rb - lt, 0, None), axis=2)
-    area_a = np.prod(a[:, 2:] - a[:, :2], axis=1)
-    area_b = np.prod(b[:, 2:] - b[:, :2], axis=1)
-    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
 
 
 # ---- the runs ------------------------------------------------------------------------

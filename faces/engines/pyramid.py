@@ -201,7 +201,7 @@ class PyramidDetector:
         back = np.array([(right - left) / out_w, (bottom - top) / out_h], np.float32)
         offset = np.array([left, top], np.float32)
         b = (b.reshape(-1, 2, 2) * back + offset).reshape(-1, 4)
-        overlaps = _iou(box[None], b)[0]
+        overlaps = iou(box[None], b)[0]
         if overlaps.max() < 0.3:
             return None
         best = int(np.argmax(np.where(overlaps >= 0.3, s, -1.0)))
@@ -338,7 +338,7 @@ def _inside_and_small(boxes, tile_w, tile_h, inner, overlap, margin) -> np.ndarr
     return ~cut & (size <= overlap)
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """(n, m) IoU of boxes a (n, 4) and b (m, 4)."""
     lt = np.maximum(a[:, None, :2], b[None, :, :2])
     rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
