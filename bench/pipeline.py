@@ -114,7 +114,9 @@ class StageTimer:
         self._wrap(files, "blur_rectangle", "blur")
         self._wrap(files, "encode_jpeg", "encode")
         self._wrap(files, "thumbnail", "encode")
-        self._wrap(files, "put", "upload")
+        # Uploads run in a pool beside the next file's render and encode; this is the wait
+        # left after the last encode.
+        self._wrap(files, "_wait_for_all", "upload")
         self._wrap(type(connections["default"]), "commit", "commit")
 
     def _wrap(self, owner, name, stage):

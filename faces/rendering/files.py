@@ -1,13 +1,14 @@
 """A photo's derived files: N DNP subjects in it give N+1 files and N+1 thumbnails.
 
 Every render bumps `variant_version` and puts it in every key, so no object a row
-points at is ever overwritten. Keys go onto the rows as each file is uploaded;
+points at is ever overwritten. Keys go onto the rows once every file is uploaded;
 `processed_at` is written last and publishes the row. All of it commits with the
 message's delete; the objects the rows stopped pointing at are deleted after the
 commit (faces/rendering/sweep.py).
 """
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,12 @@ from faces.models import Photo, PhotoVariant
 from faces.rendering import keys
 from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box, region_box
 from faces.rendering.codec import encode_jpeg, thumbnail
+
+# Uploads are network waits, not CPU: they overlap the next file's render and encode
+# (OpenCV releases the GIL). The pool lives as long as the process so that each
+# thread keeps its S3 connection (django-storages holds one per thread).
+UPLOAD_THREADS = 4
+_uploads = ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="upload")
 
 
 @dataclass(frozen=True)
@@ -57,8 +64,10 @@ def render_and_publish(photo: Photo, image: np.ndarray, match: PhotoMatch | None
     planned = plan_files(photo, width, height, match)
     start_version(photo, width, height)
     regions = [region_box(region, width, height) for region in photo.blur_regions]
-    for file in planned:
-        _write(photo, _render(image, file.face_boxes, regions), file.viewer)
+    uploaded = [_upload(photo, _render(image, file.face_boxes, regions), file.viewer) for file in planned]
+    _wait_for_all(uploaded)
+    for viewer, (key, thumb_key, _) in zip([file.viewer for file in planned], uploaded, strict=True):
+        _point_at(photo, viewer, key, thumb_key)
     if not planned:
         _point_public_at_upload(photo)
     _drop_stale_variants(photo, [file.viewer for file in planned if file.viewer is not None])
@@ -105,13 +114,29 @@ def _render(image: np.ndarray, face_boxes: list, regions: list) -> np.ndarray:
     return out
 
 
-def _write(photo: Photo, rendered: np.ndarray, viewer: uuid.UUID | None) -> None:
+def _upload(photo: Photo, rendered: np.ndarray, viewer: uuid.UUID | None) -> tuple[str, str, list]:
+    """Encodes here and uploads in the pool; returns the keys and the two uploads' futures."""
     if viewer is None:
         key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version)
     else:
         key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, viewer)
-    put(key, encode_jpeg(rendered))
-    put(thumb_key, encode_jpeg(thumbnail(rendered)))
+    futures = [
+        _uploads.submit(put, key, encode_jpeg(rendered)),
+        _uploads.submit(put, thumb_key, encode_jpeg(thumbnail(rendered))),
+    ]
+    return key, thumb_key, futures
+
+
+def _wait_for_all(uploaded: list) -> None:
+    """Every upload ends before the job goes on, failed or not: none may land after the
+    try has rolled back and its sweep has listed what to delete."""
+    futures = [future for _, _, pair in uploaded for future in pair]
+    wait(futures)
+    for future in futures:
+        future.result()
+
+
+def _point_at(photo: Photo, viewer: uuid.UUID | None, key: str, thumb_key: str) -> None:
     if viewer is None:
         photo.public_key, photo.public_thumb_key = key, thumb_key
         photo.save(update_fields=["public_key", "public_thumb_key"])
