@@ -58,14 +58,6 @@ def job_of(payload: dict) -> Job:
     return Job(job_type, payload)
 
 
-def photo_id_of(payload: dict | None) -> uuid.UUID | None:
-    """The photo a decoded message names, if any, even when it is not a valid job."""
-    try:
-        return uuid.UUID(payload["photo_id"])
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return None
-
-
 def is_uuid(text: str) -> bool:
     try:
         uuid.UUID(text)

@@ -141,13 +141,7 @@ def send(cursor, body: str, headers: str = "{}") -> int:
     return cursor.fetchone()[0]
 
 
-UNPUBLISH_PHOTO = "UPDATE photos SET processed_at = NULL WHERE id = %s"
 SET_APPLICATION_NAME = "SELECT set_config('application_name', %s, false)"
-
-
-def unpublish_photo(cursor, photo_id) -> int:
-    cursor.execute(UNPUBLISH_PHOTO, [photo_id])
-    return cursor.rowcount
 
 
 def set_application_name(cursor, name: str) -> None:

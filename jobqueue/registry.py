@@ -9,8 +9,10 @@ failed delete left) registers as a periodic task with its interval: run between
 messages when due, or only while the queue is empty (`idle_only`).
 
 A job may also register `on_archive(payload) -> int`: what its archive must undo
-or record (unpublish, mark failed). It runs inside the archive's transaction and
-returns how many rows it changed, for the log line.
+or record (mark failed, unpublish an event). It runs inside the archive's transaction
+and returns how many rows it changed, for the log line. An app may register an
+archive hook for every archived message, valid job or not (the faces app: unpublish
+the photo a message names); it gets the decoded payload, or None.
 """
 
 import time
@@ -43,6 +45,31 @@ def register(name: str, *, id_field: str, on_archive: ArchiveHook | None = None)
 
 def lookup(name: str) -> JobType | None:
     return _jobs.get(name)
+
+
+def ids_of(payload: dict | None) -> dict:
+    """The ids a message is logged by: every id field a registered job names, that it carries."""
+    if not isinstance(payload, dict):
+        return {}
+    fields = sorted({job.id_field for job in _jobs.values()})
+    return {field: str(payload[field])[:64] for field in fields if field in payload}
+
+
+AnyArchiveHook = Callable[[dict | None], int]
+_archive_hooks: dict[str, AnyArchiveHook] = {}
+
+
+def register_archive_hook(field: str, hook: AnyArchiveHook) -> None:
+    """`hook(payload)` runs in every archive's transaction; its row count is logged as `field`."""
+    _archive_hooks[field] = hook
+
+
+def run_archive_hooks(payload: dict | None, job) -> dict:
+    """The apps' hooks, then the job's own; {log field: rows changed}."""
+    rows = {field: hook(payload) for field, hook in _archive_hooks.items()}
+    if job is not None and job.type.on_archive is not None:
+        rows["on_archive_rows"] = job.type.on_archive(job.payload)
+    return rows
 
 
 @dataclass

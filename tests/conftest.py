@@ -153,6 +153,17 @@ def fast_retries(settings):
 
 
 @pytest.fixture(scope="session")
+def fast_worker():
+    """`fast_worker(**kwargs)`: a Worker (jobqueue.worker) with the short waits every loop test uses."""
+    from jobqueue.worker import Worker, WorkerConfig
+
+    config = WorkerConfig(
+        visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5
+    )
+    return lambda **kwargs: Worker(config, **kwargs)
+
+
+@pytest.fixture(scope="session")
 def group():
     """t1.jpg: a group of six, shipped in the insightface wheel."""
     from momentlens.devservices import samples

@@ -10,17 +10,12 @@ import pytest
 from django.db import connection
 
 from faces.models import Event, Photo
-from jobqueue import messages
-from jobqueue.errors import BadMessage, UnknownJob
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.registry import register
-from jobqueue.worker import Worker, WorkerConfig
 from tests import factories, job_handlers
 from tests.queue_helpers import archived, job, queue_rows, reader_lock_held, send
 
 pytestmark = pytest.mark.usefixtures("live_db")
-
-FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5)
 
 
 @pytest.fixture(autouse=True)
@@ -29,10 +24,14 @@ def fresh_calls():
     job_handlers.flaky_failures.clear()
 
 
-def drain(state: WorkerState | None = None, **kwargs) -> Worker:
-    worker = Worker(FAST, state, drain=True, **kwargs)
-    worker.run()
-    return worker
+@pytest.fixture
+def drain(fast_worker):
+    def run(state: WorkerState | None = None, **kwargs):
+        worker = fast_worker(state=state, drain=True, **kwargs)
+        worker.run()
+        return worker
+
+    return run
 
 
 def make_published_photo() -> Photo:
@@ -41,7 +40,7 @@ def make_published_photo() -> Photo:
     return factories.photo_row(Event.objects.create(name="consumer test"), processed_at=timezone.now())
 
 
-def test_a_failed_try_is_read_again_before_a_newer_message():
+def test_a_failed_try_is_read_again_before_a_newer_message(drain):
     first, second = str(uuid.uuid4()), str(uuid.uuid4())
     job_handlers.flaky_failures[first] = 2
     send(job("test_flaky", first))
@@ -59,7 +58,7 @@ def test_a_failed_try_is_read_again_before_a_newer_message():
     assert archived() == {}
 
 
-def test_three_failures_archive_and_unpublish_in_one_transaction():
+def test_three_failures_archive_and_unpublish_in_one_transaction(drain):
     photo = make_published_photo()
     msg_id = send(job("test_fail", str(photo.id)))
 
@@ -90,14 +89,14 @@ def test_three_failures_archive_and_unpublish_in_one_transaction():
         (job("test_missing"), "missing_object"),
     ],
 )
-def test_archived_on_the_first_try(body, reason):
+def test_archived_on_the_first_try(body, reason, drain):
     msg_id = send(body)
     drain()
     assert archived() == {msg_id: (1, reason)}
     assert queue_rows() == []
 
 
-def test_missing_object_unpublishes_the_photo_it_names():
+def test_missing_object_unpublishes_the_photo_it_names(drain):
     photo = make_published_photo()
     send(job("test_missing", str(photo.id)))
     drain()
@@ -105,14 +104,14 @@ def test_missing_object_unpublishes_the_photo_it_names():
     assert photo.processed_at is None
 
 
-def test_a_message_for_a_deleted_row_is_deleted_not_archived():
+def test_a_message_for_a_deleted_row_is_deleted_not_archived(drain):
     send(job("test_gone"))
     drain()
     assert queue_rows() == []
     assert archived() == {}
 
 
-def test_a_message_read_more_than_three_times_is_archived_without_running():
+def test_a_message_read_more_than_three_times_is_archived_without_running(drain):
     msg_id = send(job("test_record"))
     with connection.cursor() as cursor:
         cursor.execute("UPDATE pgmq.q_jobs SET read_ct = 3 WHERE msg_id = %s", [msg_id])
@@ -123,7 +122,7 @@ def test_a_message_read_more_than_three_times_is_archived_without_running():
     assert archived() == {msg_id: (4, "crashed_worker")}
 
 
-def test_messages_left_hidden_by_a_stopped_worker_are_made_visible_on_start():
+def test_messages_left_hidden_by_a_stopped_worker_are_made_visible_on_start(drain):
     msg_id = send(job("test_record"))
     with connection.cursor() as cursor:
         cursor.execute("SELECT * FROM pgmq.read('jobs', 3600, 1)")  # a worker read it, then died
@@ -133,7 +132,7 @@ def test_messages_left_hidden_by_a_stopped_worker_are_made_visible_on_start():
     assert msg_id not in archived()
 
 
-def test_the_lock_is_released_when_the_loop_ends():
+def test_the_lock_is_released_when_the_loop_ends(drain):
     send(job("test_record"))
     drain()
     assert not reader_lock_held()
@@ -147,7 +146,7 @@ def get_health(port: int) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
-def test_health_is_503_before_the_loop_200_while_it_runs_503_after():
+def test_health_is_503_before_the_loop_200_while_it_runs_503_after(drain):
     state = WorkerState()
     health = HealthServer(state, 0).start()
     seen = {}
@@ -173,7 +172,7 @@ def test_health_is_503_before_the_loop_200_while_it_runs_503_after():
     assert seen["after"][1]["phase"] == "stopped"
 
 
-def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg):
+def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg, fast_worker):
     import threading
 
     import psycopg
@@ -182,7 +181,7 @@ def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg):
 
     state = WorkerState()
     health = HealthServer(state, 0).start()
-    worker = Worker(FAST, state)
+    worker = fast_worker(state=state)
     with psycopg.connect(embedded_pg.uri, autocommit=True) as other:
         other.execute("SELECT pg_advisory_lock(%s)", [READER_LOCK_KEY])
         thread = threading.Thread(target=lambda: (worker.run(), connection.close()))
@@ -197,12 +196,3 @@ def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg):
             thread.join(10)
             health.stop()
     assert (status, body["phase"], body["lock_held"]) == (503, "waiting_for_lock", False)
-
-
-def test_parse_rejects_what_is_not_json():
-    with pytest.raises(BadMessage):
-        messages.parse("{not json")
-    with pytest.raises(BadMessage):
-        messages.parse("x" * (messages.MAX_MESSAGE_CHARS + 1))
-    with pytest.raises(UnknownJob):
-        messages.parse('{"job": "nope", "photo_id": "6f1c7e0e-0000-4000-8000-000000000001"}')

@@ -22,11 +22,9 @@ import faces.jobs  # noqa: F401  (registers the real handlers)
 from faces.images import MAX_PIXELS, decode_upload
 from jobqueue import messages, registry
 from jobqueue.errors import PermanentJobError
-from jobqueue.worker import Worker, WorkerConfig
 from momentlens.devservices import samples
 from tests.queue_helpers import archived, queue_rows
 
-FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5)
 JOB_NAMES = ["face_process", "thumbnail_dims", "reprocess", "reprocess_event", "reference_process"]
 ID_FIELDS = ["photo_id", "event_id", "reference_id"]
 
@@ -300,7 +298,7 @@ e2e_bodies = st.one_of(
 @example('{"job": "reprocess_event", "event_id": "6f1c7e0e-0000-4000-8000-000000000001", "photo_id": 7}')
 @example('{"job": "reference_process", "photo_id": "6f1c7e0e-0000-4000-8000-000000000001"}')
 @example('"just text"')
-def test_any_message_ends_deleted_or_archived_with_a_reason(body):
+def test_any_message_ends_deleted_or_archived_with_a_reason(fast_worker, body):
     clear_queue()
     msg_id = send_text(body)
     assume(msg_id is not None)
@@ -309,7 +307,7 @@ def test_any_message_ends_deleted_or_archived_with_a_reason(body):
     except PermanentJobError as error:
         expected = error
 
-    Worker(FAST, drain=True).run()  # returns normally: never raises
+    fast_worker(drain=True).run()  # returns normally: never raises
 
     assert queue_rows() == []
     done = archived()
@@ -322,22 +320,22 @@ def test_any_message_ends_deleted_or_archived_with_a_reason(body):
 
 @pytest.mark.usefixtures("live_db")
 @pytest.mark.parametrize("earlier_reads", [0, 3], ids=["first_read", "after_three_crashes"])
-def test_a_deeply_nested_message_is_archived_not_fatal(earlier_reads):
+def test_a_deeply_nested_message_is_archived_not_fatal(earlier_reads, fast_worker):
     msg_id = send_text("[" * 3000 + "]" * 3000)
     assert msg_id is not None, "PostgreSQL stores it"
     with connection.cursor() as cursor:
         cursor.execute("UPDATE pgmq.q_jobs SET read_ct = %s WHERE msg_id = %s", [earlier_reads, msg_id])
-    Worker(FAST, drain=True).run()
+    fast_worker(drain=True).run()
     # Read more than three times, it is archived as the crasher it would have been, before it is even decoded.
     reason = "bad_message" if earlier_reads == 0 else "crashed_worker"
     assert archived() == {msg_id: (earlier_reads + 1, reason)}
 
 
 @pytest.mark.usefixtures("live_db")
-def test_a_null_message_is_archived_not_fatal():
+def test_a_null_message_is_archived_not_fatal(fast_worker):
     with connection.cursor() as cursor:
         cursor.execute("SELECT pgmq.send('jobs', NULL::jsonb)")
         msg_id = cursor.fetchone()[0]
-    Worker(FAST, drain=True).run()
+    fast_worker(drain=True).run()
     assert queue_rows() == []
     assert archived() == {msg_id: (1, "bad_message")}

@@ -8,6 +8,7 @@ from faces.models import Photo, PhotoVariant
 from faces.rendering import files
 from momentlens.devservices import samples
 from tests import factories
+from tests.log_helpers import lines as log_lines
 from tests.publishing_helpers import (
     assert_every_row_key_exists,
     jpeg_bytes,
@@ -111,7 +112,7 @@ def test_bad_uploads_are_archived_on_the_first_try_and_the_worker_goes_on(name, 
     assert archived() == {bad_msg: (1, reason)}
     assert Photo.objects.get(id=bad.id).processed_at is None
     assert Photo.objects.get(id=good.id).processed_at is not None, "the worker went on to the next job"
-    lines = [r.getMessage() for r in caplog.records if "event=job_archived" in r.getMessage()]
+    lines = log_lines(caplog, "job_archived")
     assert len(lines) == 1
     assert f"reason={reason}" in lines[0]
     assert f"photo_id={bad.id}" in lines[0]
@@ -147,7 +148,7 @@ def test_a_failed_delete_after_commit_is_swept_later(dnp_photo, monkeypatch, cap
     photo.refresh_from_db()
     assert photo.variant_version == 2
     assert photo.processed_at is not None, "the job committed; only the cleanup failed"
-    assert any("event=sweep_failed" in r.getMessage() for r in caplog.records)
+    assert log_lines(caplog, "sweep_failed")
     assert all(default_storage.exists(key) for key in replaced), "left behind, not forgotten"
 
     out = StringIO()

@@ -4,7 +4,8 @@ import logging
 
 from django.test import override_settings
 
-from momentlens.redaction import MASK, RedactSecrets, scrub_event
+from jobqueue.logfmt import LogfmtFormatter
+from jobqueue.redaction import MASK, RedactSecrets, scrub_event
 
 URL = "postgresql://worker:db-password-1234@db.example.test:5432/momentlens"
 
@@ -21,6 +22,18 @@ def test_log_records_are_masked():
     assert "db-password-1234" not in text
     assert "r2-secret-abcdef" not in text
     assert MASK in text
+
+
+@override_settings(DATABASE_URL_RAW=URL, R2_SECRET_ACCESS_KEY="r2-secret-abcdef")
+def test_fields_in_extra_are_masked():
+    record = logging.getLogger("t").makeRecord(
+        "t", logging.ERROR, __file__, 1, "db_lost", (), None, extra={"error": f"cannot reach {URL}", "try": 2}
+    )
+    assert RedactSecrets().filter(record)
+    line = LogfmtFormatter().format(record)
+    assert "db-password-1234" not in line
+    assert f'error="cannot reach postgresql://worker:{MASK}@db.example.test' in line
+    assert "try=2" in line
 
 
 @override_settings(DATABASE_URL_RAW=URL, R2_SECRET_ACCESS_KEY="r2-secret-abcdef")

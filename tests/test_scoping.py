@@ -14,15 +14,12 @@ from django.db.models import Sum
 import faces.jobs  # noqa: F401  (registers the real handlers for the in-process loop)
 from faces.matching import faces_to_blur
 from faces.models import Face, Photo, PhotoVariant, SubjectReference, UnknownCluster
-from jobqueue.worker import Worker, WorkerConfig
 from momentlens.devservices import samples
 from tests import factories
 from tests.publishing_helpers import run_worker_drain
 from tests.queue_helpers import archived, queue_rows, send
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "fast_retries")
-
-FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5)
 
 
 def ready_dnp_reference(event, group, face, **member) -> tuple:
@@ -144,11 +141,13 @@ def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blu
     assert PhotoVariant.objects.filter(photo=photo_a, user_id=user).exists()
 
 
-def test_jobs_for_event_a_never_enqueue_or_change_event_b(group, group_faces, test_thresholds, media_storage):
+def test_jobs_for_event_a_never_enqueue_or_change_event_b(
+    group, group_faces, test_thresholds, media_storage, fast_worker
+):
     event_a, event_b = factories.event("A"), factories.event("B")
     _, reference = ready_dnp_reference(event_a, group, group_faces[0])
     # The reference job: one reprocess_event, for the one event the user is active in.
-    Worker(FAST, once=True).run()
+    fast_worker(once=True).run()
     assert queued() == [{"job": "reprocess_event", "event_id": str(event_a.id)}]
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.READY
@@ -163,7 +162,7 @@ def test_jobs_for_event_a_never_enqueue_or_change_event_b(group, group_faces, te
     faces_before_b = list(Face.objects.filter(photo=photo_b).order_by("id").values_list("id", "unknown_cluster_id"))
 
     send({"job": "reprocess_event", "event_id": str(event_a.id)})
-    Worker(FAST, once=True).run()
+    fast_worker(once=True).run()
     assert queued() == [{"job": "reprocess", "photo_id": str(photo_a.id)}], "A's published photo only"
     run_worker_drain()
     assert queue_rows() == []

@@ -16,21 +16,19 @@ import uuid
 from pathlib import Path
 
 import pytest
-from django.conf import settings as django_settings
 from django.db import connection
 
 import faces.jobs  # noqa: F401  (registers the real handlers)
 from faces.jobs import photo_jobs
 from faces.models import Photo, PhotoVariant, SubjectReference
+from jobqueue.logfmt import LogfmtFormatter
 from jobqueue.management.commands.run_worker import prepare
-from jobqueue.worker import Worker, WorkerConfig
+from jobqueue.redaction import RedactSecrets
 from momentlens.devservices import samples
-from momentlens.redaction import RedactSecrets
 from tests import factories
 from tests.queue_helpers import archived, queue_rows, send
 
 ROOT = Path(__file__).resolve().parents[1]
-FAST = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5)
 REGION = {"x": 0.02, "y": 0.75, "w": 0.2, "h": 0.2}
 
 
@@ -63,7 +61,7 @@ def failing_read(bad_keys: set[str], message: str):
 
 
 @pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
-def test_every_statement_of_a_representative_workload_carries_its_values_as_parameters(group, monkeypatch):
+def test_every_statement_of_a_representative_workload_carries_its_values_as_parameters(group, monkeypatch, fast_worker):
     from faces.engines import resident_engine
 
     face = sorted(resident_engine().analyze(group), key=lambda f: f.box[0])[0]
@@ -107,7 +105,7 @@ def test_every_statement_of_a_representative_workload_carries_its_values_as_para
 
     recorder = Recorder()
     with connection.execute_wrapper(recorder):
-        Worker(FAST, drain=True, startup=prepare).run()
+        fast_worker(drain=True, startup=prepare).run()
 
     # The workload really took every path.
     assert queue_rows() == []
@@ -280,13 +278,13 @@ ESCAPED = ("db-Pass-8421-secret", "db-Pass-8421-secret", 'r2Se"cret\\Key0123')
 
 
 def spellings(secret: str) -> set[str]:
-    """The secret as written, and as jobqueue.logfmt.kv writes it inside a quoted value."""
+    """The secret as written, and as jobqueue.logfmt.quoted writes it inside a quoted value."""
     return {secret, secret.replace("\\", "\\\\").replace('"', '\\"')}
 
 
 def formatted_records(records) -> list[str]:
-    """The records as the configured stderr handler writes them: filter, then the `plain` format."""
-    formatter = logging.Formatter(django_settings.LOGGING["formatters"]["plain"]["format"])
+    """The records as the configured stderr handler writes them: filter, then the logfmt formatter."""
+    formatter = LogfmtFormatter()
     redact = RedactSecrets()
     lines = []
     for record in records:
@@ -311,7 +309,7 @@ def formatted_records(records) -> list[str]:
     ],
 )
 def test_secrets_never_reach_a_log_line_of_a_failing_workload(
-    settings, caplog, monkeypatch, group, url_password, password, r2_secret
+    settings, caplog, monkeypatch, group, url_password, password, r2_secret, fast_worker
 ):
     db_url = f"postgresql://worker:{url_password}@db.internal.test:5432/momentlens"
     settings.DATABASE_URL_RAW = db_url
@@ -335,10 +333,10 @@ def test_secrets_never_reach_a_log_line_of_a_failing_workload(
     for handler in configured:
         monkeypatch.setattr(handler, "filters", [f for f in handler.filters if not isinstance(f, RedactSecrets)])
     with caplog.at_level(logging.DEBUG):
-        Worker(FAST, drain=True).run()
+        fast_worker(drain=True).run()
 
     assert {reason for _, reason in archived().values()} == {"failed", "unknown_job"}
-    raw = " ".join(record.getMessage() for record in caplog.records)
+    raw = " ".join(LogfmtFormatter().format(record) for record in caplog.records)
     assert url_password in raw, "not vacuous: the failure's text carries the password"
     assert any(form in raw for form in spellings(r2_secret)), "not vacuous: the failure's text carries the R2 secret"
     lines = formatted_records(caplog.records)
@@ -349,7 +347,7 @@ def test_secrets_never_reach_a_log_line_of_a_failing_workload(
 
 
 @pytest.mark.usefixtures("live_db", "media_storage")
-def test_the_archive_and_queue_status_never_show_a_secret(settings, monkeypatch, group):
+def test_the_archive_and_queue_status_never_show_a_secret(settings, monkeypatch, group, fast_worker):
     from io import StringIO
 
     from django.core.management import call_command
@@ -361,7 +359,7 @@ def test_the_archive_and_queue_status_never_show_a_secret(settings, monkeypatch,
     message = f"cannot read from {settings.DATABASE_URL_RAW} using secret {r2_secret}"
     monkeypatch.setattr(photo_jobs, "read_object", failing_read({photo.upload_key}, message))
     send({"job": "face_process", "photo_id": str(photo.id)})
-    Worker(FAST, drain=True).run()
+    fast_worker(drain=True).run()
     assert {reason for _, reason in archived().values()} == {"failed"}
 
     out = StringIO()

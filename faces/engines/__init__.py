@@ -38,12 +38,10 @@ def resident_engine() -> FaceEngine:
     """The process's engine, built on first use (the worker does that at startup)."""
     global _resident, loads
     if _resident is None:
-        from jobqueue.logfmt import kv
-
         started = time.monotonic()
         _resident = build_engine()
         loads += 1
-        log.info(kv("engine_loaded", engine=_resident.name, ms=round((time.monotonic() - started) * 1000)))
+        log.info("engine_loaded", extra={"engine": _resident.name, "ms": round((time.monotonic() - started) * 1000)})
     return _resident
 
 

@@ -32,7 +32,6 @@ from django.db.models import Q
 
 from faces.models import Photo, PhotoVariant, SubjectReference
 from faces.rendering.keys import DERIVED_KEY, derived_version, photo_prefix
-from jobqueue.logfmt import kv
 
 log = logging.getLogger("faces.sweep")
 
@@ -69,7 +68,7 @@ def sweep_photo(event_id, photo_id, listed: list[str] | None = None) -> int:
             raise PhotoBusy(f"photo {photo_id} is locked by a job") from None
         raise
     if garbage:
-        log.info(kv("sweep", photo_id=photo_id, deleted=len(garbage), photo_exists=committed.exists))
+        log.info("sweep", extra={"photo_id": photo_id, "deleted": len(garbage), "photo_exists": committed.exists})
     return len(garbage)
 
 
@@ -149,7 +148,9 @@ def sweep_after_commit(event_id, photo_id) -> None:
         sweep_photo(event_id, photo_id)
     except Exception as error:  # storage down or photo busy: the objects stay until a later sweep
         remember(event_id, photo_id)
-        log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="later"))
+        log.warning(
+            "sweep_failed", extra={"photo_id": photo_id, "error": f"{type(error).__name__}: {error}", "retry": "later"}
+        )
 
 
 def sweep_pending() -> int:
@@ -159,17 +160,20 @@ def sweep_pending() -> int:
         try:
             sweep_photo(event_id, photo_id)
         except Exception as error:  # still failing: stays pending
-            log.warning(kv("sweep_failed", photo_id=photo_id, error=f"{type(error).__name__}: {error}", retry="later"))
+            log.warning(
+                "sweep_failed",
+                extra={"photo_id": photo_id, "error": f"{type(error).__name__}: {error}", "retry": "later"},
+            )
             continue
         waited = time.monotonic() - _pending.pop((event_id, photo_id))
-        log.info(kv("sweep_retried", photo_id=photo_id, pending_s=round(waited, 1)))
+        log.info("sweep_retried", extra={"photo_id": photo_id, "pending_s": round(waited, 1)})
         done += 1
     return done
 
 
 def full_sweep() -> None:
     deleted, busy = sweep_storage()
-    log.info(kv("sweep_storage", deleted=deleted, busy=busy))
+    log.info("sweep_storage", extra={"deleted": deleted, "busy": busy})
 
 
 def list_keys(prefix: str) -> list[str]:

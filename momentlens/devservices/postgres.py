@@ -107,11 +107,11 @@ def provision(uri: str) -> None:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", [PROVISION_LOCK_KEY])
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         if conn.execute("SELECT to_regnamespace('pgmq') IS NULL").fetchone()[0]:
-            log.info("event=provision step=pgmq")
+            log.info("provision", extra={"step": "pgmq"})
             install_pgmq_from_sql(conn=conn)
         if conn.execute("SELECT to_regclass('public.photos') IS NULL").fetchone()[0]:
-            log.info("event=provision step=schema")
+            log.info("provision", extra={"step": "schema"})
             conn.execute(SCHEMA_SQL.read_text())
         if not conn.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [QUEUE_NAME]).fetchone():
-            log.info("event=provision step=queue queue=%s", QUEUE_NAME)
+            log.info("provision", extra={"step": "queue", "queue": QUEUE_NAME})
             conn.execute("SELECT pgmq.create(%s)", [QUEUE_NAME])

@@ -11,7 +11,6 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 
 from jobqueue import queries
-from jobqueue.logfmt import kv
 
 log = logging.getLogger("jobqueue.ops")
 
@@ -29,5 +28,5 @@ class Command(BaseCommand):
                 raise CommandError(f"no archived message with msg_id={msg_id}")
             body, _headers = found
             new_id = queries.send(cursor, body, json.dumps({"requeued_from": msg_id}))
-        log.info(kv("requeued", original_msg_id=msg_id, msg_id=new_id))
+        log.info("requeued", extra={"original_msg_id": msg_id, "msg_id": new_id})
         self.stdout.write(f"requeued original_msg_id={msg_id} new_msg_id={new_id}")

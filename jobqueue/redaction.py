@@ -6,6 +6,8 @@ from urllib.parse import quote, quote_plus
 from django.conf import settings
 from psycopg.conninfo import conninfo_to_dict
 
+from jobqueue.logfmt import RECORD_ATTRIBUTES
+
 MASK = "[redacted]"
 
 
@@ -20,7 +22,7 @@ def secrets() -> list[str]:
 
 
 def _spellings(secret: str) -> set[str]:
-    """As given, as a URL carries it, and as jobqueue.logfmt.kv escapes it inside quotes."""
+    """As given, as a URL carries it, and as jobqueue.logfmt.quoted escapes it inside quotes."""
     escaped = secret.replace("\\", "\\\\").replace('"', '\\"')
     return {secret, quote(secret, safe=""), quote_plus(secret), escaped}
 
@@ -32,13 +34,17 @@ def redact(text: str) -> str:
 
 
 class RedactSecrets(logging.Filter):
-    """A handler filter: formats the record once, then masks any credential in it."""
+    """A handler filter: formats the record's message once, then masks any credential in it and in
+    the fields that came in `extra` (an error's text may carry a connection string)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         cleaned = redact(message)
         if cleaned != message:
             record.msg, record.args = cleaned, None
+        for key, value in vars(record).items():
+            if key not in RECORD_ATTRIBUTES and isinstance(value, str):
+                setattr(record, key, redact(value))
         if record.exc_info and record.exc_info[1] is not None:
             text = redact(logging.Formatter().formatException(record.exc_info))
             record.exc_info, record.exc_text = None, text

@@ -1,0 +1,65 @@
+"""What becomes of a message, decided before anything is written.
+
+The loop asks twice: before running a job (has the message crashed the worker
+already, is it a job at all?) and after a try that raised. Each answer is an
+Outcome the loop then carries out in one place. Nothing here touches the database,
+so every rule of docs/ARCHITECTURE.md §4 that decides a message's fate is tested
+without one (tests/unit/test_outcome.py).
+"""
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from jobqueue.errors import PermanentJobError, RowGone
+
+MAX_TRIES = 3
+MAX_BACKOFF_S = 60.0
+
+
+class Action(StrEnum):
+    RUN = "run"
+    DELETE = "delete"  # nothing to do: the row it names is gone
+    RETRY = "retry"  # visible again after `delay_s`, read before any newer message
+    ARCHIVE = "archive"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    action: Action
+    # The archive's reason, or the log line's outcome for a delete.
+    reason: str = ""
+    detail: str = ""
+    delay_s: float = 0.0
+    # A final failure: reported to Sentry as well as logged.
+    final: bool = False
+
+
+RUN = Outcome(Action.RUN)
+
+
+def before_running(read_ct: int, problem: PermanentJobError | None) -> Outcome:
+    """`problem`: why the message is not a runnable job (not JSON, unknown job, bad id), if it is not."""
+    if read_ct > MAX_TRIES:
+        # Read more often than it could have failed: it crashed the worker. Decided before
+        # anything else about the message, so nothing in it can crash the worker again.
+        return Outcome(Action.ARCHIVE, "crashed_worker", f"read {read_ct} times", final=True)
+    if problem is not None:
+        return Outcome(Action.ARCHIVE, problem.reason, str(problem))
+    return RUN
+
+
+def after_error(error: Exception, read_ct: int, retry_backoff_s: float) -> Outcome:
+    """The try numbered `read_ct` raised `error` (and was rolled back)."""
+    if isinstance(error, RowGone):
+        return Outcome(Action.DELETE, "row_gone", str(error))
+    if isinstance(error, PermanentJobError):
+        return Outcome(Action.ARCHIVE, error.reason, str(error))
+    summary = f"{type(error).__name__}: {error}"
+    if read_ct >= MAX_TRIES:
+        return Outcome(Action.ARCHIVE, "failed", summary, final=True)
+    return Outcome(Action.RETRY, "failed_try", summary, delay_s=backoff(read_ct, retry_backoff_s))
+
+
+def backoff(tries: int, retry_backoff_s: float) -> float:
+    """Doubling from `retry_backoff_s` after each failed try, at most a minute."""
+    return min(retry_backoff_s * 2 ** (tries - 1), MAX_BACKOFF_S)

@@ -1,0 +1,120 @@
+"""The reader's database session: the lock, the lease on abandoned messages, and losing it.
+
+One reader at a time holds a session advisory lock (docs/ARCHITECTURE.md §4). Taking it
+also takes over what a stopped reader left hidden (`make_abandoned_visible`). The lock
+lives as long as the backend that took it, so every read checks that it is still on
+that backend, and `lost()` is the one place that tells a dropped connection (the loop
+must reconnect and take the lock again: DatabaseLost) from an error of one statement.
+"""
+
+import logging
+import threading
+import time
+from contextlib import contextmanager
+
+from django.db import DatabaseError, connection
+
+from jobqueue import queries
+from jobqueue.health import WorkerState
+
+log = logging.getLogger("jobqueue.worker")
+
+APPLICATION_NAME = "momentlens-worker"
+
+
+class DatabaseLost(Exception):
+    """The loop's connection is gone (killed backend, server restart)."""
+
+
+class WorkerDied(Exception):
+    """The loop cannot go on: the process exits non-zero so that systemd restarts it."""
+
+
+class ReaderSession:
+    def __init__(self, state: WorkerState, stop: threading.Event, lock_retry_s: float):
+        self.state = state
+        self._stop = stop
+        self._lock_retry_s = lock_retry_s
+        # The backend that holds the reader lock; any other backend holds nothing.
+        self._lock_pid: int | None = None
+        # The loop's own cursor on that backend, reused for every read and delete.
+        self.cursor = None
+
+    def take(self, deadline: float) -> bool:
+        """Connect, take the reader lock (waiting while another worker holds it), reset abandoned messages.
+
+        False when asked to stop first; WorkerDied when the database stays unreachable past deadline.
+        """
+        announced = False
+        delay = 0.5
+        self.state.update(phase="waiting_for_lock")
+        while not self._stop.is_set():
+            try:
+                holder = self._try_take()
+            except DatabaseError as error:
+                connection.close()
+                if time.monotonic() > deadline:
+                    raise WorkerDied(f"database unreachable: {error}") from error
+                log.warning("db_unreachable", extra={"error": str(error).strip(), "retry_s": delay})
+                self._stop.wait(delay)
+                delay = min(delay * 2, 5.0)
+                continue
+            if holder is None:
+                return True
+            if not announced:
+                log.info(
+                    "queue_lock",
+                    extra={"outcome": "taken_by_other", "holder_backend_pid": holder, "retry_s": self._lock_retry_s},
+                )
+                announced = True
+            self._stop.wait(self._lock_retry_s)
+        return False
+
+    def _try_take(self) -> int | None:
+        """None once the lock is ours; else the backend pid of the worker that holds it."""
+        with connection.cursor() as cursor:
+            queries.set_application_name(cursor, APPLICATION_NAME)
+            if not queries.try_reader_lock(cursor):
+                return queries.reader_lock_holder(cursor)
+            reset = queries.make_abandoned_visible(cursor)
+        self._lock_pid = connection.connection.info.backend_pid
+        self.cursor = connection.cursor()
+        self.state.update(lock_held=True)
+        log.info("queue_lock", extra={"outcome": "taken", "backend_pid": self._lock_pid, "made_visible": reset})
+        return None
+
+    def drop(self) -> None:
+        """After a loss: forget the lock and the connection, so that `take` starts afresh."""
+        self.state.update(lock_held=False)
+        self._lock_pid = None
+        connection.close()
+
+    def release(self) -> None:
+        self.state.update(lock_held=False)
+        if connection.connection is None:
+            return
+        try:
+            with connection.cursor() as cursor:
+                queries.release_reader_lock(cursor)
+        except DatabaseError:
+            pass  # a dead session holds no lock
+        connection.close()
+
+    def gone(self) -> bool:
+        """The session that took the reader lock is gone, even if Django has since reconnected. No round trip."""
+        if connection.connection is None or connection.connection.closed:
+            return True
+        return connection.connection.info.backend_pid != self._lock_pid
+
+    def lost(self) -> bool:
+        return self.gone() or not connection.is_usable()
+
+    @contextmanager
+    def guard(self):
+        """A DatabaseError on a lost session becomes DatabaseLost; any other one is raised as it is."""
+        try:
+            yield
+        except DatabaseError as error:
+            if self.lost():
+                raise DatabaseLost(str(error).strip()) from error
+            raise
