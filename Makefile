@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint install tools clean demo stop platforms
+.PHONY: test unit lint install tools clean demo stop platforms
 
 test: $(STAMP) tools
 	$(BIN)/ruff check .
@@ -13,6 +13,10 @@ test: $(STAMP) tools
 	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/pytest
 
 install: $(STAMP)
+
+# The fast tier: tests/unit/, pure logic, no database, storage or models.
+unit: $(STAMP)
+	env -u DATABASE_URL $(BIN)/pytest tests/unit -q
 
 # Tools the tests use beyond Python packages: nginx, for `nginx -t` on the deploy snippet.
 tools:
