@@ -21,6 +21,7 @@ ALLOWED_HOSTS: list[str] = []
 INSTALLED_APPS = [
     "faces",
     "jobqueue",
+    "demo",
 ]
 
 DATABASE_URL_RAW = os.environ.get("DATABASE_URL", "")

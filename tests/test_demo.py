@@ -1,7 +1,9 @@
 """`manage.py demo` end to end: seed, worker, report, on the session's embedded PostgreSQL and a tmp folder."""
 
+import ast
 import re
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -9,6 +11,8 @@ from django.core.management import CommandError, call_command
 from faces.models import Event, Photo, PhotoVariant
 from momentlens.devservices.pixels import difference, face_core
 from tests.publishing_helpers import read_image
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -102,7 +106,7 @@ def test_the_report_shows_the_reference_as_the_worker_left_it(demo_media, tmp_pa
 @pytest.mark.usefixtures("live_db")
 def test_an_interrupted_demo_exits_non_zero_without_a_report(demo_media, tmp_path, monkeypatch):
     """Ctrl-C stops the worker after its current job; the demo then says so instead of reporting."""
-    from faces.management.commands import demo
+    from demo.management.commands import demo
 
     real_run = demo.JobProgress.run_worker
     runs = []
@@ -116,3 +120,19 @@ def test_an_interrupted_demo_exits_non_zero_without_a_report(demo_media, tmp_pat
     with pytest.raises(CommandError, match=r"interrupted: \d+ job\(s\) not done"):
         run_demo(tmp_path / "demo")
     assert not (tmp_path / "demo" / "report.html").exists()
+
+
+def test_nothing_outside_the_demo_app_imports_it():
+    """The demo is its own app, depended on by nothing: only demo/ itself and the tests import `demo`."""
+    skip = {".git", ".venv", "var", "demo", "tests"}
+    files = [path for path in ROOT.rglob("*.py") if not skip & set(path.relative_to(ROOT).parts)]
+    assert len(files) > 20
+    importers = []
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            if any(name == "demo" or name.startswith("demo.") for name in names):
+                importers.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert importers == []

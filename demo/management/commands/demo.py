@@ -2,7 +2,7 @@
 
 Every run starts clean: it empties the embedded database's tables and queue and
 the demo's storage folders, seeds one event from the sample photos that ship in
-packages (momentlens/demo/seed.py), sends the jobs the API would send, runs
+packages (demo/seed.py), sends the jobs the API would send, runs
 `run_worker --drain`, and writes `report.html` and `contact_sheet.png` (default
 `var/demo/`). It refuses any database given by DATABASE_URL and any storage other
 than the filesystem: the demo owns the embedded `var/` data and nothing else.
@@ -21,9 +21,9 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
+from demo import report, seed
 from faces.models import EventMember
 from jobqueue import queries
-from momentlens.demo import report, seed
 
 QUEUE_TABLES = ("pgmq.q_jobs", "pgmq.a_jobs")
 # Top-level storage folders the demo's keys live under (docs/ARCHITECTURE.md §3).
