@@ -19,10 +19,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.db import connection
 
-import faces.jobs  # noqa: F401  (registers the real handlers)
 from faces.jobs import photo_jobs
 from faces.models import Photo, PhotoVariant, SubjectReference
-from jobqueue.management.commands.run_worker import prepare
 from jobqueue.worker import Worker, WorkerConfig
 from momentlens.devservices import samples
 from momentlens.redaction import RedactSecrets
@@ -107,7 +105,7 @@ def test_every_statement_of_a_representative_workload_carries_its_values_as_para
 
     recorder = Recorder()
     with connection.execute_wrapper(recorder):
-        Worker(FAST, drain=True, startup=prepare).run()
+        Worker(FAST, drain=True).run()
 
     # The workload really took every path.
     assert queue_rows() == []
