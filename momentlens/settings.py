@@ -93,7 +93,5 @@ WORKER_DB_RECOVERY_S = float(os.environ.get("WORKER_DB_RECOVERY_S", "300"))
 # all of storage (crash leftovers, deleted photos and events) this often; 0 turns one off.
 WORKER_SWEEP_RETRY_S = float(os.environ.get("WORKER_SWEEP_RETRY_S", "60"))
 WORKER_FULL_SWEEP_S = float(os.environ.get("WORKER_FULL_SWEEP_S", "21600"))
-# Modules whose job handlers register themselves when imported by run_worker.
-WORKER_JOB_MODULES = ["faces.jobs"]
 # onnxruntime execution providers for the InsightFace engine, in preference order.
 ORT_PROVIDERS = os.environ.get("ORT_PROVIDERS", "CPUExecutionProvider").split(",")

@@ -18,11 +18,9 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-import faces.jobs  # noqa: F401  (registers the real handlers)
 from faces.jobs import photo_jobs
 from faces.models import Photo, PhotoVariant, SubjectReference
 from jobqueue.logfmt import LogfmtFormatter
-from jobqueue.management.commands.run_worker import prepare
 from jobqueue.redaction import RedactSecrets
 from momentlens.devservices import samples
 from tests import factories
@@ -105,7 +103,7 @@ def test_every_statement_of_a_representative_workload_carries_its_values_as_para
 
     recorder = Recorder()
     with connection.execute_wrapper(recorder):
-        fast_worker(drain=True, startup=prepare).run()
+        fast_worker(drain=True).run()
 
     # The workload really took every path.
     assert queue_rows() == []

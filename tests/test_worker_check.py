@@ -1,4 +1,8 @@
-"""worker_check passes on the embedded defaults and names the fix for each broken part."""
+"""worker_check passes on the embedded defaults and names the fix for each broken part.
+
+worker_check prints the system checks tagged `worker` (jobqueue/checks.py, faces/checks.py);
+`manage.py check --deploy --tag worker` runs the same checks.
+"""
 
 import subprocess
 import sys
@@ -6,6 +10,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import SystemCheckError
 from django.db import connection
 
 from tests.queue_helpers import ROOT, worker_env
@@ -85,7 +90,16 @@ def test_unwritable_storage_fails_with_its_fix(settings, seaweed):
     assert "R2_" in storage
 
 
+@pytest.fixture
+def no_resident_engine(monkeypatch):
+    """As in a fresh process: the face_models check builds the engine (an earlier test may have built one)."""
+    from faces import engines
+
+    monkeypatch.setattr(engines, "_resident", None)
+
+
 @pytest.mark.django_db
+@pytest.mark.usefixtures("no_resident_engine")
 def test_a_missing_model_folder_fails_naming_it(settings, media_storage, tmp_path):
     settings.FACE_MODEL_PACK = "buffalo_l"
     settings.FACE_MODEL_ROOT = tmp_path / "models"
@@ -95,3 +109,61 @@ def test_a_missing_model_folder_fails_naming_it(settings, media_storage, tmp_pat
     assert "status=FAIL" in models
     assert str(tmp_path / "models" / "buffalo_l") in models
     assert "NOT MEASURED: failing closed, EVERY face is blurred" in line(output, "thresholds")
+
+
+@pytest.mark.django_db
+def test_a_multi_line_problem_is_still_one_line(media_storage, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("the disk\nis full")
+
+    from django.core.files.storage import FileSystemStorage
+
+    monkeypatch.setattr(FileSystemStorage, "save", refuse)
+    code, output = run_check()
+    assert code == 1
+    assert 'detail="cannot write, read and delete' in line(output, "storage")
+    assert "OSError: the disk is full" in line(output, "storage")
+    assert all(row.startswith(("check=", "worker_check ")) for row in output.splitlines()), output
+    assert output.splitlines()[-1] == "worker_check failed: storage"
+
+
+def test_the_tags_select_the_preflight_and_the_start_checks():
+    from django.core.checks.registry import registry
+
+    from jobqueue.checks import WORKER, WORKER_START
+
+    deploy_only = registry.get_checks(include_deployment_checks=True)
+    tagged = {tag: {check.__name__ for check in deploy_only if tag in check.tags} for tag in (WORKER, WORKER_START)}
+    assert tagged[WORKER] == {
+        "database",
+        "session",
+        "queue",
+        "pgvector",
+        "tables",
+        "storage",
+        "face_models",
+        "thresholds",
+    }
+    # run_worker's own: no network, and face_models builds the engine the loop keeps.
+    assert tagged[WORKER_START] == {"face_models", "thresholds"}
+    # Never run before every management command: only with --deploy (or by worker_check and run_worker).
+    assert not [check for check in registry.get_checks() if WORKER in check.tags]
+
+
+@pytest.mark.django_db
+def test_manage_py_check_deploy_runs_the_same_checks(media_storage):
+    err = StringIO()
+    call_command("check", deploy=True, tags=["worker"], stdout=StringIO(), stderr=err)
+    for info in ("jobqueue.I001", "jobqueue.I002", "jobqueue.I003", "faces.I001", "faces.I002", "faces.I003"):
+        assert f"({info})" in err.getvalue()
+    assert "database: (jobqueue.I001) PostgreSQL" in err.getvalue()
+
+
+@pytest.mark.django_db
+def test_manage_py_check_deploy_fails_on_a_missing_queue(media_storage):
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pgmq.drop_queue('jobs')")  # rolled back with the test
+    with pytest.raises(SystemCheckError) as failed:
+        call_command("check", deploy=True, tags=["worker"], stdout=StringIO(), stderr=StringIO())
+    assert "queue: (jobqueue.E005) the queue 'jobs' does not exist" in str(failed.value)
+    assert "HINT: SELECT pgmq.create('jobs')" in str(failed.value)

@@ -1,5 +1,5 @@
-"""run_worker loads the face engine once, before the loop, and refuses to start without its models
-or with a model file that is not the pack's."""
+"""run_worker loads the face engine once, before the loop (the faces app's face_models check, tagged
+worker_start, builds it), and refuses to start without its models or with a model file that is not the pack's."""
 
 import uuid
 
@@ -48,7 +48,7 @@ def test_a_missing_buffalo_l_folder_stops_the_worker_at_startup(embedded_pg, tmp
     log = tmp_path / "worker.log"
     assert spawn_worker(env, "--drain", log_path=log).wait(60) == 1
     text = log.read_text()
-    assert "event=worker_died" in text
+    assert "event=worker_died check=face_models" in text
     assert str(tmp_path / "models" / "buffalo_l") in text
     assert "det_10g.onnx" in text
     assert "w600k_r50.onnx" in text

@@ -6,10 +6,11 @@ import signal
 import sys
 
 from django.conf import settings
+from django.core import checks
 from django.core.management.base import BaseCommand
 
-from faces.engines.base import ModelsMissing
 from jobqueue import reporting
+from jobqueue.checks import WORKER_START
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.logfmt import kv
 from jobqueue.worker import Worker, WorkerConfig, WorkerDied
@@ -31,13 +32,14 @@ class Command(BaseCommand):
         state = WorkerState()
         port = settings.WORKER_HEALTH_PORT if health_port is None else health_port
         health = start_health(state, port) if port else None
-        worker = Worker(WorkerConfig.from_settings(), state, drain=drain, once=once, startup=prepare)
+        worker = Worker(WorkerConfig.from_settings(), state, drain=drain, once=once)
         previous = {
             sig: signal.signal(sig, lambda *_: worker.request_stop()) for sig in (signal.SIGTERM, signal.SIGINT)
         }
         try:
+            start_checks(self.stderr)
             worker.run()
-        except (WorkerDied, ModelsMissing) as died:
+        except WorkerDied as died:
             self.stderr.write(f"event=worker_died error={died!s}")
             sys.exit(1)
         finally:
@@ -60,12 +62,12 @@ def start_health(state: WorkerState, port: int) -> HealthServer | None:
         return None
 
 
-def prepare() -> None:
-    """Before the loop: register the job handlers, and load the face engine once, to keep."""
-    from importlib import import_module
-
-    from faces.engines import resident_engine
-
-    for module in settings.WORKER_JOB_MODULES:
-        import_module(module)
-    resident_engine()
+def start_checks(stderr) -> None:
+    """The checks tagged worker_start (the apps register them: the faces app's builds its engine, once, to
+    keep), in this process before the loop. An Error stops the worker (exit 1); a Warning is logged."""
+    for message in checks.run_checks(tags=[WORKER_START], include_deployment_checks=True):
+        if message.is_serious():
+            stderr.write(kv("worker_died", check=message.obj, error=message.msg, fix=message.hint))
+            sys.exit(1)
+        if message.level >= checks.WARNING:
+            log.warning(kv("check_warning", check=message.obj, detail=message.msg, fix=message.hint))

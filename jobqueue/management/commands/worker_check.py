@@ -1,34 +1,63 @@
 """`python manage.py worker_check`: the preflight systemd runs before the worker (ExecStartPre).
 
-One line per check; exit 1 when any fails, each failure naming its fix.
+It runs the system checks tagged `worker` (jobqueue/checks.py, faces/checks.py; the same
+as `manage.py check --deploy --tag worker`) and prints one line per check:
+
+    check=NAME status=ok|WARN|FAIL|SKIP detail="..." fix="..."
+
+then `worker_check passed`, or `worker_check failed: NAME, ...` and exit 1 when any
+check fails (an Error) or was skipped (the database is unreachable).
 """
 
 import sys
 
+from django.core import checks
+from django.core.checks.registry import registry
 from django.core.management.base import BaseCommand
 
-from jobqueue.preflight import CHECKS, CheckFailed
+from jobqueue.checks import SKIPPED, WORKER
+
+
+def check_order() -> list[str]:
+    """The worker checks' names: the consumer's first (the database leads), then each app's in source order."""
+    found = [check for check in registry.get_checks(include_deployment_checks=True) if WORKER in check.tags]
+    found.sort(key=lambda c: (c.__module__ != "jobqueue.checks", c.__module__, c.__code__.co_firstlineno))
+    return [check.__name__ for check in found]
+
+
+def status(message: checks.CheckMessage) -> str:
+    if message.id == SKIPPED:
+        return "SKIP"
+    if message.is_serious():
+        return "FAIL"
+    if message.level >= checks.WARNING:
+        return "WARN"
+    return "ok"
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
 
 
 class Command(BaseCommand):
-    help = "Check database, pgvector, the jobs queue, the tables, storage, face models and thresholds."
+    help = (
+        "Check the database (and that it keeps a session), the jobs queue, pgvector, the tables, storage, "
+        "face models and thresholds: the system checks tagged 'worker'."
+    )
 
     def handle(self, *args, **options):
+        messages = checks.run_checks(tags=[WORKER], include_deployment_checks=True)
+        order = check_order()
+        messages.sort(key=lambda m: order.index(m.obj) if m.obj in order else len(order))
         failed = []
-        for check in CHECKS:
-            if check.needs_database and "database" in failed:
-                self.stdout.write(f'check={check.name} status=SKIP detail="the database is unreachable"')
-                failed.append(check.name)
-                continue
-            try:
-                detail = check.run()
-            except CheckFailed as problem:
-                failed.append(check.name)
-                detail = " ".join(str(problem).split())  # one line per check, whatever the error says
-                self.stdout.write(f'check={check.name} status=FAIL detail="{detail}" fix="{problem.fix}"')
-            else:
-                self.stdout.write(f'check={check.name} status=ok detail="{detail}"')
+        for message in messages:
+            line = f'check={message.obj} status={status(message)} detail="{one_line(message.msg)}"'
+            if message.hint:
+                line += f' fix="{one_line(message.hint)}"'
+            self.stdout.write(line)
+            if status(message) in ("FAIL", "SKIP") and message.obj not in failed:
+                failed.append(message.obj)
         if failed:
-            self.stdout.write(f"worker_check failed: {', '.join(failed)}")
+            self.stdout.write(f"worker_check failed: {', '.join(map(str, failed))}")
             sys.exit(1)
         self.stdout.write("worker_check passed")

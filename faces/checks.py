@@ -1,0 +1,147 @@
+"""The faces app's part of the worker preflight, as Django system checks (jobqueue/checks.py).
+
+pgvector, tables, storage, face_models and thresholds, each tagged WORKER and
+registered with deploy=True in FacesConfig.ready(). face_models and thresholds are
+also tagged WORKER_START: run_worker runs them in its own process before the loop,
+and face_models builds the resident engine there, so that the check is the engine's
+warm-up and the engine is built once per start. The ids are listed in docs/OPERATIONS.md.
+"""
+
+import uuid
+
+from django.apps import apps
+from django.core.checks import CheckMessage, Error, Info
+from django.core.checks import Warning as CheckWarning
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import connection
+
+from jobqueue.checks import skip_without_database
+
+PROBE_PREFIX = "_worker_check/"
+STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"
+
+
+def pgvector(app_configs=None, **kwargs) -> list[CheckMessage]:
+    if skipped := skip_without_database("pgvector"):
+        return skipped
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    if row is None:
+        return [
+            Error(
+                "the vector extension is not installed",
+                hint="CREATE EXTENSION vector (the API's migrations)",
+                obj="pgvector",
+                id="faces.E001",
+            )
+        ]
+    return [Info(f"pgvector {row[0]}", obj="pgvector", id="faces.I001")]
+
+
+def tables(app_configs=None, **kwargs) -> list[CheckMessage]:
+    """Every table and column the worker's models read (docs/ARCHITECTURE.md §2)."""
+    if skipped := skip_without_database("tables"):
+        return skipped
+    expected = {
+        model._meta.db_table: {field.column for field in model._meta.concrete_fields if field.column}
+        for model in apps.get_app_config("faces").get_models()
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public' AND table_name = ANY(%s)",
+            [list(expected)],
+        )
+        present: dict[str, set[str]] = {}
+        for table, column in cursor.fetchall():
+            present.setdefault(table, set()).add(column)
+    missing = [
+        f"{table}.{column}"
+        for table, columns in expected.items()
+        for column in sorted(columns - present.get(table, set()))
+    ]
+    if missing:
+        return [
+            Error(
+                f"missing columns: {', '.join(missing)}",
+                hint="apply the API's migrations to this database",
+                obj="tables",
+                id="faces.E002",
+            )
+        ]
+    return [Info(f"{len(expected)} tables, {sum(map(len, expected.values()))} columns", obj="tables", id="faces.I002")]
+
+
+def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
+    """Write, read back and delete one small object under PROBE_PREFIX."""
+    key = f"{PROBE_PREFIX}probe-{uuid.uuid4()}.txt"
+    payload = b"momentlens worker_check probe"
+    try:
+        saved = default_storage.save(key, ContentFile(payload))
+        with default_storage.open(saved, "rb") as handle:
+            read_back = handle.read()
+        default_storage.delete(saved)
+    except Exception as error:
+        return [
+            Error(
+                f"cannot write, read and delete {key}: {type(error).__name__}: {str(error).strip()[:200]}",
+                hint=STORAGE_FIX,
+                obj="storage",
+                id="faces.E003",
+            )
+        ]
+    if read_back != payload:
+        return [
+            Error(
+                "the probe object read back differently",
+                hint="check the bucket and endpoint",
+                obj="storage",
+                id="faces.E004",
+            )
+        ]
+    return [Info(f"{type(default_storage._wrapped).__name__} write/read/delete ok", obj="storage", id="faces.I003")]
+
+
+def face_models(app_configs=None, **kwargs) -> list[CheckMessage]:
+    """Build the resident engine (once per process; kept for the worker's loop)."""
+    from faces.engines import resident_engine
+    from faces.engines.base import ModelsMissing
+
+    try:
+        engine = resident_engine()
+    except ModelsMissing as error:
+        return [Error(str(error), hint="see docs/OPERATIONS.md, 'Face models'", obj="face_models", id="faces.E005")]
+    pack = engine.pack
+    checked = "sha256 checked" if pack.sha256 else "structure checked, no digest known"
+    return [
+        Info(
+            f"{engine.name} loaded: {pack.detector}, {pack.recognizer} ({checked})", obj="face_models", id="faces.I004"
+        )
+    ]
+
+
+def thresholds(app_configs=None, **kwargs) -> list[CheckMessage]:
+    from faces.engines import configured_engine_name
+    from faces.thresholds import for_engine
+
+    name = configured_engine_name()
+    limits = for_engine(name)
+    if not limits.measured:
+        return [
+            CheckWarning(
+                f"{name}: thresholds NOT MEASURED: failing closed, EVERY face is blurred in EVERY file",
+                hint="measure them before the first event: docs/OPERATIONS.md, 'Measuring thresholds'",
+                obj="thresholds",
+                id="faces.W001",
+            )
+        ]
+    return [
+        Info(
+            f"{name}: match={limits.match} cluster={limits.cluster} blur={limits.blur} "
+            f"(faces under {limits.small_face_px} px: {limits.blur_for(0)})",
+            obj="thresholds",
+            id="faces.I005",
+        )
+    ]

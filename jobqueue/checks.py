@@ -1,0 +1,186 @@
+"""The consumer's preflight, as Django system checks: the database, its session, the queue.
+
+Every worker check is tagged WORKER and registered with deploy=True, so it runs only
+when asked for: `manage.py worker_check` (systemd's ExecStartPre) or
+`manage.py check --deploy --tag worker`, never before every management command.
+The checks `run_worker` runs in its own process before the loop are also tagged
+WORKER_START: those that need no network (the faces app's models and thresholds).
+
+Each check returns one message whose `obj` is its name: Info with what it found,
+Error with the problem and `hint` with the fix. A check that needs the database
+starts with `skip_without_database(name)`: one Warning, SKIPPED, when it is unreachable
+(the `database` check reports why). The ids are listed in docs/OPERATIONS.md.
+"""
+
+import secrets
+
+from django.core.checks import CheckMessage, Error, Info
+from django.core.checks import Warning as CheckWarning
+from django.db import connection, connections
+
+from jobqueue import queries
+
+# Every check of the worker's preflight.
+WORKER = "worker"
+# The subset run_worker runs in its own process before the loop (no network needed).
+WORKER_START = "worker_start"
+
+# The id of "skipped: the database is unreachable" (worker_check prints it as SKIP).
+SKIPPED = "jobqueue.W001"
+
+PGMQ_FUNCTIONS = ("pgmq.read(text,integer,integer,jsonb)", "pgmq.archive(text,bigint)", "pgmq.send(text,jsonb)")
+# Supabase's transaction pooler (Supavisor, transaction mode).
+TRANSACTION_POOLER_PORT = 6543
+SESSION_FIX = (
+    "use the session pooler (Supabase: port 5432) or a direct connection in DATABASE_URL: "
+    "the reader lock is a session advisory lock"
+)
+# A custom setting the session probe writes in one transaction and reads in the next.
+SESSION_SETTING = "momentlens.session_probe"
+
+
+def _one_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
+
+
+def skip_without_database(check: str) -> list[CheckMessage]:
+    """[SKIPPED] when the database cannot be reached (the `database` check says why), else []."""
+    try:
+        connection.ensure_connection()
+    except Exception:
+        return [
+            CheckWarning("skipped: the database is unreachable", hint="see the database check", obj=check, id=SKIPPED)
+        ]
+    return []
+
+
+def database(app_configs=None, **kwargs) -> list[CheckMessage]:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('server_version')")
+            version = cursor.fetchone()[0]
+    except Exception as error:
+        return [
+            Error(
+                f"cannot connect: {_one_line(error)}",
+                hint="check DATABASE_URL (the session pooler, port 5432) and that the database is up",
+                obj="database",
+                id="jobqueue.E001",
+            )
+        ]
+    return [Info(f"PostgreSQL {version}", obj="database", id="jobqueue.I001")]
+
+
+def remember(cursor) -> tuple[str, int]:
+    """Set a session-level setting to a fresh token (one statement: its own transaction in autocommit).
+
+    Returns (token, backend pid)."""
+    token = secrets.token_hex(8)
+    cursor.execute("SELECT set_config(%s, %s, false), pg_backend_pid()", [SESSION_SETTING, token])
+    return cursor.fetchone()
+
+
+def recall(cursor) -> tuple[str | None, int]:
+    """The setting `remember` made, as this session sees it now, and the backend pid."""
+    cursor.execute("SELECT current_setting(%s, true), pg_backend_pid()", [SESSION_SETTING])
+    return cursor.fetchone()
+
+
+def session_lost(remembered: tuple[str, int], recalled: tuple[str | None, int], other_pid: int) -> str | None:
+    """Why these readings show a connection that does not keep its session, or None when it does."""
+    (token, pid), (token_now, pid_now) = remembered, recalled
+    if pid_now != pid:
+        return f"the next transaction ran on another backend (pid {pid}, then {pid_now})"
+    if token_now != token:
+        return "a session setting made in one transaction was gone in the next (the session was reset)"
+    if other_pid == pid:
+        return f"a second connection was handed the first one's backend (pid {pid}) while it was open"
+    return None
+
+
+def probe_session(alias: str = "default") -> str | None:
+    """Does a connection to `alias` keep one session from one transaction to the next?
+
+    The reader lock is a session advisory lock (jobqueue/worker.py): behind a pooler in
+    transaction mode (Supabase's on port 6543, PgBouncer pool_mode=transaction) the next
+    transaction may run on another backend, or on a reset one, and the lock is silently
+    someone else's. The probe opens two connections of its own (autocommit, outside any
+    atomic block of the caller's connection, closed afterwards, leaving Django's connection
+    as it was): it `remember`s a token on the first, asks the second for its backend, then
+    `recall`s on the first. A direct connection or a session pooler keeps the token and the
+    backend, and never hands the first connection's backend to the second while the first
+    is open. A transaction pooler shows one of the three, except when it happens to give
+    the first connection its backend back unreset with nobody else asking for it: that is
+    why the port check comes first.
+
+    Returns None when the session is kept, else what went wrong.
+    """
+    first, other = connections.create_connection(alias), connections.create_connection(alias)
+    try:
+        with first.cursor() as cursor:
+            remembered = remember(cursor)
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            other_pid = cursor.fetchone()[0]
+        with first.cursor() as cursor:
+            recalled = recall(cursor)
+    finally:
+        first.close()
+        other.close()
+    return session_lost(remembered, recalled, other_pid)
+
+
+def transaction_pooler_port(settings_dict: dict) -> bool:
+    return str(settings_dict.get("PORT") or "").strip() == str(TRANSACTION_POOLER_PORT)
+
+
+def session(app_configs=None, **kwargs) -> list[CheckMessage]:
+    """The connection keeps one session: the reader lock depends on it."""
+    if transaction_pooler_port(connection.settings_dict):
+        return [
+            Error(
+                f"DATABASE_URL is on port {TRANSACTION_POOLER_PORT}, Supabase's transaction pooler: "
+                "the session advisory lock that keeps one reader would be silently lost",
+                hint=SESSION_FIX,
+                obj="session",
+                id="jobqueue.E002",
+            )
+        ]
+    if skipped := skip_without_database("session"):
+        return skipped
+    try:
+        lost = probe_session(connection.alias)
+        problem = lost and f"the connection does not keep a session: {lost}"
+    except Exception as error:
+        problem = f"the session probe failed: {_one_line(error)}"
+    if problem:
+        return [Error(problem, hint=SESSION_FIX, obj="session", id="jobqueue.E003")]
+    return [Info("one session per connection (the reader lock holds)", obj="session", id="jobqueue.I002")]
+
+
+def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
+    if skipped := skip_without_database("queue"):
+        return skipped
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regprocedure(name) IS NULL FROM unnest(%s::text[]) AS name", [list(PGMQ_FUNCTIONS)])
+        if any(missing for (missing,) in cursor.fetchall()):
+            return [
+                Error(
+                    "pgmq functions are missing",
+                    hint="install the pgmq extension (Supabase: Queues)",
+                    obj="queue",
+                    id="jobqueue.E004",
+                )
+            ]
+        cursor.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [queries.QUEUE])
+        if cursor.fetchone() is None:
+            return [
+                Error(
+                    f"the queue '{queries.QUEUE}' does not exist",
+                    hint=f"SELECT pgmq.create('{queries.QUEUE}')",
+                    obj="queue",
+                    id="jobqueue.E005",
+                )
+            ]
+        length = queries.metrics(cursor).length
+    return [Info(f"queue {queries.QUEUE} exists, {length} messages", obj="queue", id="jobqueue.I003")]

@@ -1,0 +1,62 @@
+"""The layers: `jobqueue` (the generic consumer) imports nothing from `faces` (the domain), anywhere.
+
+The faces app plugs into it through Django: its job modules are discovered
+(autodiscover_modules("jobs")) and its checks registered from its own ready().
+"""
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
+    """Every module an import statement names, at any depth (inside functions too)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module))
+    return found
+
+
+def test_jobqueue_imports_nothing_from_faces():
+    files = sorted((ROOT / "jobqueue").rglob("*.py"))
+    assert files
+    offending = [
+        f"{path.relative_to(ROOT)}:{line}: {module}"
+        for path in files
+        for line, module in imported_modules(ast.parse(path.read_text(), filename=str(path)))
+        if module == "faces" or module.startswith("faces.")
+    ]
+    assert offending == []
+
+
+def test_the_scan_sees_imports_inside_functions():
+    tree = ast.parse("def f():\n    from faces.engines import resident_engine\n    import faces.jobs\n")
+    assert [module for _, module in imported_modules(tree)] == ["faces.engines", "faces.jobs"]
+
+
+def test_django_setup_discovers_the_faces_jobs():
+    """No settings list: JobQueueConfig.ready() imports every app's `jobs` (autodiscover_modules)."""
+    script = (
+        "import django; django.setup(); from jobqueue import registry; "
+        "print(' '.join(sorted(name for name in ('face_process', 'thumbnail_dims', 'reprocess', "
+        "'reprocess_event', 'reference_process') if registry.lookup(name))))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "momentlens.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        "face_process",
+        "reference_process",
+        "reprocess",
+        "reprocess_event",
+        "thumbnail_dims",
+    ]
