@@ -13,7 +13,7 @@ from jobqueue import reporting
 from jobqueue.checks import WORKER_START
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.logfmt import kv
-from jobqueue.worker import Worker, WorkerConfig, WorkerDied
+from jobqueue.worker import StopNow, Worker, WorkerConfig, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
 
@@ -28,7 +28,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, drain=False, once=False, health_port=None, **options):
         reporting.init_sentry(settings.SENTRY_DSN)
-        log.info(kv("worker_start", pid=os.getpid(), drain=drain, once=once))
+        log.info("worker_start", extra={"pid": os.getpid(), "drain": drain, "once": once})
         state = WorkerState()
         port = settings.WORKER_HEALTH_PORT if health_port is None else health_port
         health = start_health(state, port) if port else None
@@ -40,8 +40,10 @@ class Command(BaseCommand):
             start_checks(self.stderr)
             worker.run()
         except WorkerDied as died:
-            self.stderr.write(f"event=worker_died error={died!s}")
+            self.stderr.write(kv("worker_died", error=str(died)))
             sys.exit(1)
+        except StopNow:  # a second signal while the start checks load the models
+            log.warning("worker_abandon", extra={"outcome": "stopped_before_the_loop"})
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -57,7 +59,8 @@ def start_health(state: WorkerState, port: int) -> HealthServer | None:
         return HealthServer(state, port).start()
     except OSError as error:
         log.warning(
-            kv("health_unavailable", port=port, error=f"{type(error).__name__}: {error}", fix="set WORKER_HEALTH_PORT")
+            "health_unavailable",
+            extra={"port": port, "error": f"{type(error).__name__}: {error}", "fix": "set WORKER_HEALTH_PORT"},
         )
         return None
 
@@ -70,4 +73,4 @@ def start_checks(stderr) -> None:
             stderr.write(kv("worker_died", check=message.obj, error=message.msg, fix=message.hint))
             sys.exit(1)
         if message.level >= checks.WARNING:
-            log.warning(kv("check_warning", check=message.obj, detail=message.msg, fix=message.hint))
+            log.warning("check_warning", extra={"check": message.obj, "detail": message.msg, "fix": message.hint})
