@@ -1,6 +1,9 @@
-"""The layers: `jobqueue` (the generic consumer) imports nothing from `faces` (the domain), anywhere.
+"""The layers (docs/ARCHITECTURE.md §10): each package imports only from the ones below it, anywhere.
 
-The faces app plugs into it through Django: its job modules are discovered
+    demo  ->  faces  ->  jobqueue  ->  Django, psycopg, the pgmq SQL
+    momentlens (configuration) names the apps by string only.
+
+The faces app plugs into the queue through Django: its job modules are discovered
 (autodiscover_modules("jobs")) and its checks registered from its own ready().
 """
 
@@ -24,16 +27,31 @@ def imported_modules(tree: ast.AST) -> list[tuple[int, str]]:
     return found
 
 
-def test_jobqueue_imports_nothing_from_faces():
-    files = sorted((ROOT / "jobqueue").rglob("*.py"))
+# What each package may not import: everything above it.
+ABOVE = {
+    "jobqueue": ("faces", "demo", "momentlens"),
+    "faces": ("demo",),
+    "momentlens": ("jobqueue", "faces", "demo"),
+}
+
+
+def upward_imports(package: str) -> list[str]:
+    files = sorted((ROOT / package).rglob("*.py"))
     assert files
-    offending = [
+    return [
         f"{path.relative_to(ROOT)}:{line}: {module}"
         for path in files
         for line, module in imported_modules(ast.parse(path.read_text(), filename=str(path)))
-        if module == "faces" or module.startswith("faces.")
+        if module.split(".")[0] in ABOVE[package]
     ]
-    assert offending == []
+
+
+def test_jobqueue_imports_nothing_from_faces():
+    assert upward_imports("jobqueue") == []
+
+
+def test_no_package_imports_one_above_it():
+    assert {package: upward_imports(package) for package in ABOVE} == {package: [] for package in ABOVE}
 
 
 def test_the_scan_sees_imports_inside_functions():
