@@ -10,13 +10,13 @@ warm-up and the engine is built once per start. The ids are listed in docs/OPERA
 import uuid
 
 from django.apps import apps
-from django.core.checks import CheckMessage, Error, Info
+from django.core.checks import CheckMessage, Info
 from django.core.checks import Warning as CheckWarning
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 
-from jobqueue.checks import skip_without_database
+from jobqueue.checks import failed, skip_without_database
 
 PROBE_PREFIX = "_worker_check/"
 STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"
@@ -29,14 +29,12 @@ def pgvector(app_configs=None, **kwargs) -> list[CheckMessage]:
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         row = cursor.fetchone()
     if row is None:
-        return [
-            Error(
-                "the vector extension is not installed",
-                hint="CREATE EXTENSION vector (the API's migrations)",
-                obj="pgvector",
-                id="faces.E001",
-            )
-        ]
+        return failed(
+            "pgvector",
+            "faces.E001",
+            "the vector extension is not installed",
+            hint="CREATE EXTENSION vector (the API's migrations)",
+        )
     return [Info(f"pgvector {row[0]}", obj="pgvector", id="faces.I001")]
 
 
@@ -63,14 +61,12 @@ def tables(app_configs=None, **kwargs) -> list[CheckMessage]:
         for column in sorted(columns - present.get(table, set()))
     ]
     if missing:
-        return [
-            Error(
-                f"missing columns: {', '.join(missing)}",
-                hint="apply the API's migrations to this database",
-                obj="tables",
-                id="faces.E002",
-            )
-        ]
+        return failed(
+            "tables",
+            "faces.E002",
+            f"missing columns: {', '.join(missing)}",
+            hint="apply the API's migrations to this database",
+        )
     return [Info(f"{len(expected)} tables, {sum(map(len, expected.values()))} columns", obj="tables", id="faces.I002")]
 
 
@@ -84,23 +80,16 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
             read_back = handle.read()
         default_storage.delete(saved)
     except Exception as error:
-        return [
-            Error(
-                f"cannot write, read and delete {key}: {type(error).__name__}: {str(error).strip()[:200]}",
-                hint=STORAGE_FIX,
-                obj="storage",
-                id="faces.E003",
-            )
-        ]
+        return failed(
+            "storage",
+            "faces.E003",
+            f"cannot write, read and delete {key}: {type(error).__name__}: {str(error).strip()[:200]}",
+            hint=STORAGE_FIX,
+        )
     if read_back != payload:
-        return [
-            Error(
-                "the probe object read back differently",
-                hint="check the bucket and endpoint",
-                obj="storage",
-                id="faces.E004",
-            )
-        ]
+        return failed(
+            "storage", "faces.E004", "the probe object read back differently", hint="check the bucket and endpoint"
+        )
     return [Info(f"{type(default_storage._wrapped).__name__} write/read/delete ok", obj="storage", id="faces.I003")]
 
 
@@ -112,7 +101,7 @@ def face_models(app_configs=None, **kwargs) -> list[CheckMessage]:
     try:
         engine = resident_engine()
     except ModelsMissing as error:
-        return [Error(str(error), hint="see docs/OPERATIONS.md, 'Face models'", obj="face_models", id="faces.E005")]
+        return failed("face_models", "faces.E005", str(error), hint="see docs/OPERATIONS.md, 'Face models'")
     pack = engine.pack
     checked = "sha256 checked" if pack.sha256 else "structure checked, no digest known"
     return [

@@ -43,6 +43,11 @@ def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {' '.join(str(error).split())}"
 
 
+def failed(check: str, id: str, problem: str, *, hint: str) -> list[CheckMessage]:
+    """The one Error a failing check returns: what is wrong, and in `hint` the fix."""
+    return [Error(problem, hint=hint, obj=check, id=id)]
+
+
 def skip_without_database(check: str) -> list[CheckMessage]:
     """[SKIPPED] when the database cannot be reached (the `database` check says why), else []."""
     try:
@@ -60,14 +65,12 @@ def database(app_configs=None, **kwargs) -> list[CheckMessage]:
             cursor.execute("SELECT current_setting('server_version')")
             version = cursor.fetchone()[0]
     except Exception as error:
-        return [
-            Error(
-                f"cannot connect: {_one_line(error)}",
-                hint="check DATABASE_URL (the session pooler, port 5432) and that the database is up",
-                obj="database",
-                id="jobqueue.E001",
-            )
-        ]
+        return failed(
+            "database",
+            "jobqueue.E001",
+            f"cannot connect: {_one_line(error)}",
+            hint="check DATABASE_URL (the session pooler, port 5432) and that the database is up",
+        )
     return [Info(f"PostgreSQL {version}", obj="database", id="jobqueue.I001")]
 
 
@@ -137,15 +140,13 @@ def transaction_pooler_port(settings_dict: dict) -> bool:
 def session(app_configs=None, **kwargs) -> list[CheckMessage]:
     """The connection keeps one session: the reader lock depends on it."""
     if transaction_pooler_port(connection.settings_dict):
-        return [
-            Error(
-                f"DATABASE_URL is on port {TRANSACTION_POOLER_PORT}, Supabase's transaction pooler: "
-                "the session advisory lock that keeps one reader would be silently lost",
-                hint=SESSION_FIX,
-                obj="session",
-                id="jobqueue.E002",
-            )
-        ]
+        return failed(
+            "session",
+            "jobqueue.E002",
+            f"DATABASE_URL is on port {TRANSACTION_POOLER_PORT}, Supabase's transaction pooler: "
+            "the session advisory lock that keeps one reader would be silently lost",
+            hint=SESSION_FIX,
+        )
     if skipped := skip_without_database("session"):
         return skipped
     try:
@@ -154,7 +155,7 @@ def session(app_configs=None, **kwargs) -> list[CheckMessage]:
     except Exception as error:
         problem = f"the session probe failed: {_one_line(error)}"
     if problem:
-        return [Error(problem, hint=SESSION_FIX, obj="session", id="jobqueue.E003")]
+        return failed("session", "jobqueue.E003", problem, hint=SESSION_FIX)
     return [Info("one session per connection (the reader lock holds)", obj="session", id="jobqueue.I002")]
 
 
@@ -164,23 +165,19 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT to_regprocedure(name) IS NULL FROM unnest(%s::text[]) AS name", [list(PGMQ_FUNCTIONS)])
         if any(missing for (missing,) in cursor.fetchall()):
-            return [
-                Error(
-                    "pgmq functions are missing",
-                    hint="install the pgmq extension (Supabase: Queues)",
-                    obj="queue",
-                    id="jobqueue.E004",
-                )
-            ]
+            return failed(
+                "queue",
+                "jobqueue.E004",
+                "pgmq functions are missing",
+                hint="install the pgmq extension (Supabase: Queues)",
+            )
         cursor.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [queries.QUEUE])
         if cursor.fetchone() is None:
-            return [
-                Error(
-                    f"the queue '{queries.QUEUE}' does not exist",
-                    hint=f"SELECT pgmq.create('{queries.QUEUE}')",
-                    obj="queue",
-                    id="jobqueue.E005",
-                )
-            ]
+            return failed(
+                "queue",
+                "jobqueue.E005",
+                f"the queue '{queries.QUEUE}' does not exist",
+                hint=f"SELECT pgmq.create('{queries.QUEUE}')",
+            )
         length = queries.metrics(cursor).length
     return [Info(f"queue {queries.QUEUE} exists, {length} messages", obj="queue", id="jobqueue.I003")]
