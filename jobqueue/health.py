@@ -13,6 +13,10 @@ class WorkerState:
 
     phase: str = "starting"  # starting (loading) -> waiting_for_lock -> running -> stopped
     lock_held: bool = False
+    # The reader slot held (0..slots-1) and what runs in it now ("msg=7 job=face_process").
+    slot: int | None = None
+    slots: int = 1
+    working_on: str | None = None
     queue_length: int | None = None
     last_job_at: float | None = None
     jobs_done: int = 0
@@ -29,6 +33,9 @@ class WorkerState:
                 "status": "ok" if self.healthy else self.phase,
                 "phase": self.phase,
                 "lock_held": self.lock_held,
+                "slot": self.slot,
+                "slots": self.slots,
+                "working_on": self.working_on,
                 "queue_length": self.queue_length,
                 "last_job_age_s": None if self.last_job_at is None else round(time.time() - self.last_job_at, 1),
                 "jobs_done": self.jobs_done,

@@ -8,17 +8,28 @@ from dataclasses import dataclass
 from datetime import datetime
 
 QUEUE = "jobs"
-# pg_advisory_lock key of the one reader ("MLJQ").
+# pg_advisory_lock key of reader slot 0 ("MLJQ"); slot i holds READER_LOCK_KEY + i. With one slot
+# (the default) this is the one reader's lock of docs/ARCHITECTURE.md §4.
 READER_LOCK_KEY = 0x4D4C4A51
 
 TRY_READER_LOCK = "SELECT pg_try_advisory_lock(%s)"
 RELEASE_READER_LOCK = "SELECT pg_advisory_unlock(%s)"
-READER_LOCK_HOLDER = """
-    SELECT pid FROM pg_locks
-    WHERE locktype = 'advisory' AND granted
-      AND classid = (%s::bigint >> 32)::oid AND objid = (%s::bigint & x'ffffffff'::bigint)::oid
-    LIMIT 1
+# The application_name prefix of a reader's heartbeat connection (jobqueue/heartbeat.py).
+HEARTBEAT_NAME = "momentlens-worker heartbeat"
+# Who holds which slot, and what its heartbeat connection says it is working on.
+READER_SLOTS = """
+    SELECT slot, lock.pid, beat.application_name
+    FROM generate_series(0, %s - 1) AS slot
+    LEFT JOIN pg_locks AS lock
+      ON lock.locktype = 'advisory' AND lock.granted AND lock.objsubid = 1
+     AND lock.classid = ((%s::bigint + slot) >> 32)::oid
+     AND lock.objid = ((%s::bigint + slot) & x'ffffffff'::bigint)::oid
+    LEFT JOIN pg_stat_activity AS beat
+      ON starts_with(beat.application_name, %s || ' reader=' || lock.pid || ' ')
+    ORDER BY slot
 """
+# The message in flight stays hidden for another vt seconds (the heartbeat).
+EXTEND_VISIBILITY = "SELECT msg_id FROM pgmq.set_vt(%s, %s::bigint, %s)"
 
 # pgmq.read: the oldest visible message; counts the read (read_ct) and hides it for vt seconds.
 READ = "SELECT msg_id, read_ct, message FROM pgmq.read(%s, %s, 1)"
@@ -63,20 +74,37 @@ class QueueMetrics:
     oldest_age_s: int | None
 
 
-def try_reader_lock(cursor) -> bool:
-    cursor.execute(TRY_READER_LOCK, [READER_LOCK_KEY])
+def try_reader_lock(cursor, slot: int = 0) -> bool:
+    cursor.execute(TRY_READER_LOCK, [READER_LOCK_KEY + slot])
     return cursor.fetchone()[0]
 
 
-def release_reader_lock(cursor) -> bool:
-    cursor.execute(RELEASE_READER_LOCK, [READER_LOCK_KEY])
+def release_reader_lock(cursor, slot: int = 0) -> bool:
+    cursor.execute(RELEASE_READER_LOCK, [READER_LOCK_KEY + slot])
     return cursor.fetchone()[0]
 
 
-def reader_lock_holder(cursor) -> int | None:
-    cursor.execute(READER_LOCK_HOLDER, [READER_LOCK_KEY, READER_LOCK_KEY])
-    row = cursor.fetchone()
-    return row[0] if row else None
+@dataclass(frozen=True)
+class ReaderSlot:
+    slot: int
+    pid: int | None
+    working_on: str | None  # the heartbeat's application_name, past its prefix
+
+
+def reader_slots(cursor, slots: int) -> list[ReaderSlot]:
+    cursor.execute(READER_SLOTS, [slots, READER_LOCK_KEY, READER_LOCK_KEY, HEARTBEAT_NAME])
+    return [ReaderSlot(slot, pid, _working_on(name)) for slot, pid, name in cursor.fetchall()]
+
+
+def _working_on(application_name: str | None) -> str | None:
+    if not application_name:
+        return None
+    return application_name.split(" ", 3)[3] if application_name.count(" ") >= 3 else None
+
+
+def extend_visibility(cursor, msg_id: int, vt_s: int) -> bool:
+    cursor.execute(EXTEND_VISIBILITY, [QUEUE, msg_id, vt_s])
+    return cursor.fetchone() is not None
 
 
 def read(cursor, visibility_timeout_s: int) -> Message | None:

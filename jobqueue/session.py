@@ -1,10 +1,13 @@
 """The reader's database session: the lock, the lease on abandoned messages, and losing it.
 
-One reader at a time holds a session advisory lock (docs/ARCHITECTURE.md §4). Taking it
-also takes over what a stopped reader left hidden (`make_abandoned_visible`). The lock
-lives as long as the backend that took it, so every read checks that it is still on
-that backend, and `lost()` is the one place that tells a dropped connection (the loop
-must reconnect and take the lock again: DatabaseLost) from an error of one statement.
+A reader holds one of `slots` reader slots, each a session advisory lock
+(docs/ARCHITECTURE.md §4); a worker that finds every slot taken waits. With one slot
+(the default) taking it also takes over what a stopped reader left hidden
+(`make_abandoned_visible`); with more, another reader may be running those messages,
+so they come back by their visibility timeout instead (jobqueue/heartbeat.py). The
+lock lives as long as the backend that took it, so every read checks that it is still
+on that backend, and `lost()` is the one place that tells a dropped connection (the
+loop must reconnect and take a slot again: DatabaseLost) from an error of one statement.
 """
 
 import logging
@@ -31,10 +34,13 @@ class WorkerDied(Exception):
 
 
 class ReaderSession:
-    def __init__(self, state: WorkerState, stop: threading.Event, lock_retry_s: float):
+    def __init__(self, state: WorkerState, stop: threading.Event, lock_retry_s: float, slots: int = 1):
         self.state = state
         self._stop = stop
         self._lock_retry_s = lock_retry_s
+        self.slots = slots
+        # The slot this reader holds, once it holds one.
+        self.slot: int | None = None
         # The backend that holds the reader lock; any other backend holds nothing.
         self._lock_pid: int | None = None
         # The loop's own cursor on that backend, reused for every read and delete.
@@ -64,40 +70,61 @@ class ReaderSession:
             if not announced:
                 log.info(
                     "queue_lock",
-                    extra={"outcome": "taken_by_other", "holder_backend_pid": holder, "retry_s": self._lock_retry_s},
+                    extra={
+                        "outcome": "taken_by_other",
+                        "holder_backend_pid": holder,
+                        "slots": self.slots,
+                        "retry_s": self._lock_retry_s,
+                    },
                 )
                 announced = True
             self._stop.wait(self._lock_retry_s)
         return False
 
-    def _try_take(self) -> int | None:
-        """None once the lock is ours; else the backend pid of the worker that holds it."""
+    def _try_take(self) -> str | None:
+        """None once a slot is ours; else the backend pids holding the slots, comma-separated."""
         with connection.cursor() as cursor:
             queries.set_application_name(cursor, APPLICATION_NAME)
-            if not queries.try_reader_lock(cursor):
-                return queries.reader_lock_holder(cursor)
-            reset = queries.make_abandoned_visible(cursor)
+            slot = next((slot for slot in range(self.slots) if queries.try_reader_lock(cursor, slot)), None)
+            if slot is None:
+                return ",".join(str(held.pid) for held in queries.reader_slots(cursor, self.slots) if held.pid)
+            # With one slot, a message hidden by a read is a stopped reader's; with more, it may be running.
+            reset = queries.make_abandoned_visible(cursor) if self.slots == 1 else None
+        self.slot = slot
         self._lock_pid = connection.connection.info.backend_pid
         self.cursor = connection.cursor()
-        self.state.update(lock_held=True)
-        log.info("queue_lock", extra={"outcome": "taken", "backend_pid": self._lock_pid, "made_visible": reset})
+        self.state.update(lock_held=True, slot=slot)
+        log.info(
+            "queue_lock",
+            extra={
+                "outcome": "taken",
+                "backend_pid": self._lock_pid,
+                "slot": slot if self.slots > 1 else None,
+                "made_visible": reset,
+            },
+        )
         return None
+
+    @property
+    def backend_pid(self) -> int | None:
+        return self._lock_pid
 
     def drop(self) -> None:
         """After a loss: forget the lock and the connection, so that `take` starts afresh."""
-        self.state.update(lock_held=False)
-        self._lock_pid = None
+        self.state.update(lock_held=False, slot=None)
+        self._lock_pid = self.slot = None
         connection.close()
 
     def release(self) -> None:
-        self.state.update(lock_held=False)
+        self.state.update(lock_held=False, slot=None)
         if connection.connection is None:
             return
-        try:
-            with connection.cursor() as cursor:
-                queries.release_reader_lock(cursor)
-        except DatabaseError:
-            pass  # a dead session holds no lock
+        if self.slot is not None:
+            try:
+                with connection.cursor() as cursor:
+                    queries.release_reader_lock(cursor, self.slot)
+            except DatabaseError:
+                pass  # a dead session holds no lock
         connection.close()
 
     def gone(self) -> bool:

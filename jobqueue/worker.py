@@ -11,6 +11,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from django.db import connection, transaction
 from jobqueue import messages, outcome, queries, registry, reporting
 from jobqueue.errors import PermanentJobError
 from jobqueue.health import WorkerState
+from jobqueue.heartbeat import Heartbeat
 from jobqueue.outcome import Action, Outcome
 from jobqueue.redaction import redact
 from jobqueue.session import DatabaseLost, ReaderSession, WorkerDied
@@ -37,6 +39,8 @@ class WorkerConfig:
     lock_retry_s: float
     idle_poll_s: float
     db_recovery_s: float
+    # How many readers may read the queue at once, one slot each (1: the one reader of §4).
+    reader_slots: int = 1
 
     @classmethod
     def from_settings(cls) -> "WorkerConfig":
@@ -46,6 +50,7 @@ class WorkerConfig:
             lock_retry_s=settings.WORKER_LOCK_RETRY_S,
             idle_poll_s=settings.WORKER_IDLE_POLL_S,
             db_recovery_s=settings.WORKER_DB_RECOVERY_S,
+            reader_slots=settings.WORKER_READER_SLOTS,
         )
 
 
@@ -70,7 +75,9 @@ class Worker:
         self.startup = startup
         self._stop = threading.Event()
         self._metrics_at = 0.0
-        self.session = ReaderSession(self.state, self._stop, config.lock_retry_s)
+        self.session = ReaderSession(self.state, self._stop, config.lock_retry_s, config.reader_slots)
+        self.heartbeat = Heartbeat(config.visibility_timeout_s)
+        self.state.update(slots=config.reader_slots)
 
     # -- control ---------------------------------------------------------
 
@@ -87,6 +94,7 @@ class Worker:
 
     def run(self) -> None:
         """Run until drained, stopped or dead. Raises WorkerDied when the loop cannot go on."""
+        self.heartbeat.start()
         try:
             if self.startup:
                 self.startup()
@@ -109,6 +117,7 @@ class Worker:
             log.warning("worker_abandon", extra={"outcome": "rolled_back"})
         finally:
             self.state.update(phase="stopped")
+            self.heartbeat.close()
             self.session.release()
             log.info("worker_stopped")
 
@@ -152,7 +161,7 @@ class Worker:
             return
         fields["job"] = job.name
         try:
-            with self.session.guard(), transaction.atomic():
+            with self._running(message, job), self.session.guard(), transaction.atomic():
                 result = job.type.handler(job.payload) or {}
                 queries.delete(self.session.cursor, message.msg_id)
         except DatabaseLost:
@@ -163,6 +172,16 @@ class Worker:
         else:
             self.state.update(last_job_at=time.time(), jobs_done=self.state.jobs_done + 1)
             log.info("job_done", extra={**fields, "outcome": "completed", "ms": _ms(started), **result})
+
+    @contextmanager
+    def _running(self, message, job):
+        """While the job runs: its message kept hidden (the heartbeat), and /health saying what runs."""
+        self.state.update(working_on=f"msg={message.msg_id} job={job.name}")
+        try:
+            with self.heartbeat.beating(message.msg_id, job.name, self.session.backend_pid):
+                yield
+        finally:
+            self.state.update(working_on=None)
 
     def _carry_out(self, decided: Outcome, message, payload, job, fields: dict, started: float, error=None) -> None:
         if decided.action is Action.ARCHIVE:

@@ -84,7 +84,14 @@ LOGGING = {
 }
 
 # The consumer (jobqueue.worker.WorkerConfig). Tests shorten the waits.
-WORKER_VISIBILITY_TIMEOUT_S = int(os.environ.get("WORKER_VISIBILITY_TIMEOUT_S", "600"))
+# Readers that may read the queue at once, one slot (session advisory lock) each; every
+# worker on the queue must have the same value. 1: the one reader of ARCHITECTURE.md §4.
+WORKER_READER_SLOTS = int(os.environ.get("WORKER_READER_SLOTS", "1"))
+# A read hides a message this long; the heartbeat renews it every third of it while the job runs.
+# With several readers it is how soon a dead reader's message comes back, so it is short.
+WORKER_VISIBILITY_TIMEOUT_S = int(
+    os.environ.get("WORKER_VISIBILITY_TIMEOUT_S", "600" if WORKER_READER_SLOTS == 1 else "60")
+)
 WORKER_RETRY_BACKOFF_S = float(os.environ.get("WORKER_RETRY_BACKOFF_S", "5"))
 WORKER_LOCK_RETRY_S = float(os.environ.get("WORKER_LOCK_RETRY_S", "5"))
 WORKER_IDLE_POLL_S = float(os.environ.get("WORKER_IDLE_POLL_S", "1"))

@@ -67,3 +67,14 @@ def crash(payload):
         Path(marker).touch()
     os.kill(os.getpid(), signal.SIGKILL)
     return None
+
+
+@register("test_photo_span", id_field="photo_id")
+def photo_span(payload):
+    """Takes the photo the way every photo job does (its row lock), then records when it held it."""
+    from faces.jobs.photo_jobs import locked_photo
+
+    locked_photo(payload["photo_id"])
+    began = time.time()
+    time.sleep(payload.get("seconds", 0))
+    Event.objects.create(name=f"span {payload['photo_id']} {began} {time.time()} pid={os.getpid()}")

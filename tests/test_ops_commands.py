@@ -29,9 +29,12 @@ def test_queue_status_counts_visible_hidden_and_archived():
 
     out = StringIO()
     call_command("queue_status", stdout=out)
-    first, *archived_lines = out.getvalue().splitlines()
+    first, *rest = out.getvalue().splitlines()
     assert "length=2 visible=1 hidden=1" in first
     assert "archived=1" in first
+    assert "reader_pid=-" in first
+    assert [line for line in rest if line.startswith("slot=")] == ["slot=0 reader_pid=- (free)"]
+    archived_lines = [line for line in rest if line.startswith("archived ")]
     assert len(archived_lines) == 1
     assert f"msg_id={archived_id}" in archived_lines[0]
     assert "reason=failed" in archived_lines[0]

@@ -1,5 +1,6 @@
 """`python manage.py queue_status`: the queue at a glance. Read-only."""
 
+from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import connection
 
@@ -7,7 +8,10 @@ from jobqueue import queries
 
 
 class Command(BaseCommand):
-    help = "Print the jobs queue's length, visible/hidden counts, oldest age and recent archive reasons."
+    help = (
+        "Print the jobs queue's length, visible/hidden counts, oldest age, the reader slots (who holds each and "
+        "what it works on) and recent archive reasons."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--archived", type=int, default=10, help="how many recent archived messages to list")
@@ -17,12 +21,19 @@ class Command(BaseCommand):
             metrics = queries.metrics(cursor)
             archive_total = queries.archive_count(cursor)
             recent = queries.recent_archived(cursor, archived)
-            holder = queries.reader_lock_holder(cursor)
+            slots = queries.reader_slots(cursor, settings.WORKER_READER_SLOTS)
         oldest = "-" if metrics.oldest_age_s is None else f"{metrics.oldest_age_s}s"
+        readers = ",".join(str(slot.pid) for slot in slots if slot.pid) or "-"
         self.stdout.write(
             f"queue=jobs length={metrics.length} visible={metrics.visible} hidden={metrics.length - metrics.visible} "
-            f"oldest_age={oldest} archived={archive_total} reader_pid={holder or '-'}"
+            f"oldest_age={oldest} archived={archive_total} reader_pid={readers}"
         )
+        for slot in slots:
+            self.stdout.write(
+                f"slot={slot.slot} reader_pid={slot.pid or '-'} working_on={slot.working_on or '-'}"
+                if slot.pid
+                else f"slot={slot.slot} reader_pid=- (free)"
+            )
         for message in recent:
             self.stdout.write(
                 f"archived msg_id={message.msg_id} at={message.archived_at:%Y-%m-%dT%H:%M:%SZ} "

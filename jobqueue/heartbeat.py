@@ -1,0 +1,119 @@
+"""The heartbeat: the message in flight stays hidden while its job runs, however long.
+
+A message is read hidden for the visibility timeout (vt). A side thread, on a
+connection of its own, sends `pgmq.set_vt(msg, vt)` every vt / 3 while the main
+thread runs the job (inference holds no database round trip), so a job may run far
+longer than vt and no other reader takes its message; a reader that dies stops
+beating, and its message is visible again at most vt later. That is what keeps vt
+short with several readers (docs/ARCHITECTURE.md §4, "More than one reader").
+
+The same connection names what the reader works on in its application_name
+(`momentlens-worker heartbeat reader=<lock pid> msg=<id> job=<name>`), which
+`queue_status` shows beside each reader slot.
+"""
+
+import logging
+import threading
+from contextlib import contextmanager
+
+from django.db import DatabaseError, connections
+
+from jobqueue import queries
+
+log = logging.getLogger("jobqueue.worker")
+
+
+class Heartbeat:
+    def __init__(self, vt_s: int):
+        self.vt_s = vt_s
+        self.every_s = max(vt_s / 3, 0.05)
+        self._changed = threading.Condition()
+        # The job in flight, (msg_id, label), or None between jobs.
+        self._job: tuple[int, str] | None = None
+        self._reader_pid: int | None = None
+        self._closed = False
+        # Held while a beat is sent: a job's end waits for it, so that no beat lands after
+        # the message was made visible again for a retry.
+        self._sending = threading.Lock()
+        self._connection = None
+        self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
+
+    def start(self) -> "Heartbeat":
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        with self._changed:
+            self._closed = True
+            self._changed.notify()
+        self._thread.join(timeout=5)
+
+    @contextmanager
+    def beating(self, msg_id: int, label: str, reader_pid: int | None):
+        """Keep `msg_id` hidden until the block ends."""
+        with self._changed:
+            self._job, self._reader_pid = (msg_id, label), reader_pid
+            self._changed.notify()
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._job = None
+                self._changed.notify()
+            with self._sending:
+                pass
+
+    def _run(self) -> None:
+        named = None  # the job this connection's name shows
+        while True:
+            with self._changed:
+                if self._job == named:
+                    # Nothing new to name: wait for a change, or for the next beat while a job runs.
+                    self._changed.wait(self.every_s if self._job else None)
+                if self._closed:
+                    break
+                job, reader_pid = self._job, self._reader_pid
+            with self._sending:
+                if job != named:
+                    self._name(job, reader_pid)
+                    named = job
+                elif job is not None and self._still_running(job):
+                    self._beat(job[0])
+        self._close_connection()
+
+    def _still_running(self, job: tuple[int, str]) -> bool:
+        with self._changed:
+            return self._job == job
+
+    def _beat(self, msg_id: int) -> None:
+        with self._guard("heartbeat_failed"), self._cursor() as cursor:
+            queries.extend_visibility(cursor, msg_id, self.vt_s)
+
+    def _name(self, job: tuple[int, str] | None, reader_pid: int | None) -> None:
+        doing = f"msg={job[0]} job={job[1]}" if job else "idle"
+        with self._guard("heartbeat_failed"), self._cursor() as cursor:
+            queries.set_application_name(cursor, f"{queries.HEARTBEAT_NAME} reader={reader_pid} {doing}"[:63])
+
+    def _cursor(self):
+        if self._connection is None:
+            # Its own connection, used by this thread alone (Django's are per thread).
+            self._connection = connections.create_connection("default")
+        return self._connection.cursor()
+
+    @contextmanager
+    def _guard(self, event: str):
+        """A failed beat is logged and the connection dropped; the next beat reconnects. The loop's own
+        connection is unaffected: a message whose beats keep failing is read again after vt."""
+        try:
+            yield
+        except DatabaseError as error:
+            log.warning(event, extra={"error": f"{type(error).__name__}: {error}".strip()})
+            self._close_connection()
+
+    def _close_connection(self) -> None:
+        if self._connection is not None:
+            try:
+                self._connection.close()
+            except DatabaseError:
+                pass
+            self._connection = None

@@ -1,0 +1,139 @@
+"""Several readers on one queue (WORKER_READER_SLOTS=N): real run_worker processes on the embedded PostgreSQL.
+
+Each reader holds one slot; one beyond N waits. A message in flight stays hidden however long
+its job runs (the heartbeat); a reader that dies leaves its message to the others after the
+visibility timeout; jobs on one photo never overlap (its row lock).
+"""
+
+import itertools
+import signal
+import time
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from faces.models import Event
+from tests import factories
+from tests.queue_helpers import job, queue_rows, send, spawn_worker, worker_env
+from tests.test_worker_process import done_by, wait_for
+
+pytestmark = pytest.mark.usefixtures("live_db")
+
+
+@pytest.fixture
+def spawn(embedded_pg, tmp_path):
+    """spawn(name, **settings): a run_worker process; all stopped with SIGTERM at the end."""
+    started = []
+
+    def start(name: str, *args: str, **overrides):
+        env = worker_env(embedded_pg, tmp_path, WORKER_READER_SLOTS=2, **overrides)
+        log = tmp_path / f"{name}.log"
+        process = spawn_worker(env, *args, log_path=log)
+        started.append(process)
+        return process, log
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
+
+
+def taken(log) -> bool:
+    return "event=queue_lock outcome=taken" in log.read_text()
+
+
+def test_two_slots_two_readers_share_the_queue_and_a_third_waits(spawn, settings):
+    settings.WORKER_READER_SLOTS = 2
+    for _ in range(30):
+        send(job("test_record", seconds=0.2))
+    (first, first_log), (second, second_log) = spawn("first"), spawn("second")
+    wait_for(lambda: done_by(first.pid) > 0 and done_by(second.pid) > 0)
+    third, third_log = spawn("third")
+    wait_for(lambda: "outcome=taken_by_other" in third_log.read_text())
+    out = StringIO()
+    call_command("queue_status", stdout=out)
+    slots = [line for line in out.getvalue().splitlines() if line.startswith("slot=")]
+    assert len(slots) == 2
+    assert all("(free)" not in line for line in slots), slots
+    wait_for(lambda: not queue_rows(), timeout=60)
+
+    assert done_by(third.pid) == 0
+    assert done_by(first.pid) + done_by(second.pid) == 30
+    assert Event.objects.filter(name__startswith="done ").count() == 30, "every job ran exactly once"
+    assert "slot=0" in first_log.read_text() + second_log.read_text()
+    assert "slot=1" in first_log.read_text() + second_log.read_text()
+
+
+def test_queue_status_shows_what_each_reader_works_on(spawn, settings):
+    settings.WORKER_READER_SLOTS = 2
+    msg_id = send(job("test_record", seconds=3))
+    spawn("first")
+    out = StringIO()
+
+    def working() -> bool:
+        out.seek(0)
+        out.truncate()
+        call_command("queue_status", stdout=out)
+        return f"working_on=msg={msg_id} job=test_record" in out.getvalue()
+
+    wait_for(working, timeout=20)
+
+
+def test_a_job_three_times_longer_than_the_visibility_timeout_is_never_read_twice(spawn):
+    msg_id = send(job("test_record", seconds=6.5))
+    _, first_log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=2)
+    _, second_log = spawn("second", WORKER_VISIBILITY_TIMEOUT_S=2)
+    reads = set()
+
+    def finished() -> bool:
+        rows = queue_rows()
+        reads.update(read_ct for _, read_ct in rows)
+        return not rows
+
+    wait_for(finished, timeout=30, interval=0.1)
+    assert max(reads) == 1, "read once: the other reader never took it while it ran"
+    time.sleep(1)
+    logs = first_log.read_text() + second_log.read_text()
+    assert f"msg_id={msg_id} try=1" in logs
+    assert "try=2" not in logs
+    assert Event.objects.filter(name__startswith="done ").count() == 1
+
+
+def test_a_reader_killed_mid_job_leaves_its_message_to_another_within_the_timeout(spawn, tmp_path):
+    vt = 2
+    (first, first_log), (second, second_log) = (
+        spawn("first", WORKER_VISIBILITY_TIMEOUT_S=vt),
+        spawn("second", WORKER_VISIBILITY_TIMEOUT_S=vt),
+    )
+    wait_for(lambda: taken(first_log) and taken(second_log))
+    send(job("test_crash", once_marker=str(tmp_path / "crashed-once")))
+    wait_for(lambda: first.poll() is not None or second.poll() is not None)
+    died_at = time.monotonic()
+    assert -signal.SIGKILL in (first.poll(), second.poll())
+    wait_for(lambda: Event.objects.filter(name__startswith="survived").exists(), timeout=vt + 10)
+    waited = time.monotonic() - died_at
+    assert waited < vt + 1.5, f"taken over after {waited:.1f}s"
+    assert not queue_rows()
+
+
+def test_jobs_on_one_photo_never_overlap_across_readers(spawn, group):
+    photo = factories.photo(factories.event(), group)
+    for _ in range(6):
+        send({"job": "test_photo_span", "photo_id": str(photo.id), "seconds": 0.3})
+    for _ in range(6):  # other photos' jobs keep both readers busy meanwhile
+        send(job("test_record", seconds=0.1))
+    spawn("first")
+    spawn("second")
+    wait_for(lambda: not queue_rows(), timeout=60)
+
+    spans = sorted(
+        tuple(float(value) for value in name.split()[2:4])
+        for name in Event.objects.filter(name__startswith=f"span {photo.id}").values_list("name", flat=True)
+    )
+    names = Event.objects.filter(name__startswith="span ").values_list("name", flat=True)
+    pids = {name.rsplit("pid=", 1)[1] for name in names}
+    assert len(spans) == 6
+    assert len(pids) == 2, "both readers ran jobs of the photo"
+    assert all(earlier[1] <= later[0] for earlier, later in itertools.pairwise(spans)), spans
