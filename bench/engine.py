@@ -112,18 +112,17 @@ def print_cold(providers: str, threads: int) -> None:
 
 
 def load_engine(providers: str, threads: int):
+    """buffalo_s as build_engine builds it, with these providers and threads. Built without Django's
+    settings, so that the bench runs wherever the engine's own packages are (a GPU box)."""
     import os
 
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
-    import django
-    from django.conf import settings
+    from faces.engines.insightface import InsightFaceEngine
+    from faces.engines.packs import BUFFALO_S, pack_folder
 
-    django.setup()
-    settings.ORT_INTRA_OP_THREADS = threads
-    settings.ORT_PROVIDERS = providers.split(",")
-    from faces.engines import build_engine
-
-    return build_engine()
+    root = Path(os.environ.get("FACE_MODEL_ROOT", ROOT / "var" / "models"))
+    return InsightFaceEngine(
+        BUFFALO_S, pack_folder(BUFFALO_S, root), intra_op_threads=threads, providers=providers.split(",")
+    )
 
 
 def timed_embedding(engine) -> list[float]:

@@ -89,9 +89,19 @@ def _session(model_file: str, intra_op_threads: int, providers: list[str]):
     options.inter_op_num_threads = 1
     options.log_severity_level = ORT_LOG_ERRORS_ONLY
     try:
-        return onnxruntime.InferenceSession(model_file, options, providers=providers)
+        return onnxruntime.InferenceSession(model_file, options, providers=[_with_options(p) for p in providers])
     except Exception as error:  # onnxruntime raises its own types for files that are not models
         raise ModelFileRejected(f"{model_file} does not load as an ONNX model: {error}") from None
+
+
+def _with_options(provider: str):
+    """CUDA: cuDNN's heuristic choice of convolution algorithm rather than its default exhaustive
+    search. Either way a pass of a shape new to a session costs 1.5-3 s on an H200 and a pass of a
+    known shape 5 ms; this engine's passes change shape with every tile size and second look, so
+    on a GPU it is slower than on one CPU core today (docs/ARCHITECTURE.md §6, "On a GPU")."""
+    if provider == "CUDAExecutionProvider":
+        return (provider, {"cudnn_conv_algo_search": "HEURISTIC"})
+    return provider
 
 
 __all__ = ["InsightFaceEngine", "ModelsMissing"]
