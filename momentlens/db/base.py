@@ -1,4 +1,11 @@
+import threading
+
 from django.db.backends.postgresql import base
+
+# The embedded server's start-up takes a lock of the wheel's that is a process lock, not
+# a thread lock: two threads connecting at once (the worker's loop and its heartbeat)
+# must not start it together.
+_starting = threading.Lock()
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -15,5 +22,6 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if pgdata:
             from momentlens.devservices.postgres import EmbeddedPostgres
 
-            params["host"] = str(EmbeddedPostgres(pgdata).ensure_ready().socket_dir)
+            with _starting:
+                params["host"] = str(EmbeddedPostgres(pgdata).ensure_ready().socket_dir)
         return params
