@@ -3,7 +3,6 @@
 import numpy as np
 from django.utils import timezone
 
-from faces import thresholds
 from faces.clustering import assign_clusters
 from faces.detection_memory import detections_of
 from faces.engines import DetectedFace, resident_engine
@@ -50,11 +49,26 @@ def match_and_cluster(photo: Photo, size: tuple[int, int]) -> PhotoMatch | None:
     `size` is the image's (width, height): the blur threshold depends on a face's size, and on how much of it
     the image edge cuts off.
     """
+    match = match_faces(photo, size)
+    cluster_faces(match)
+    return match
+
+
+def match_faces(photo: Photo, size: tuple[int, int]) -> PhotoMatch | None:
+    """Re-match the photo's stored faces and record the result on them; None when it has no face."""
     faces = list(photo.faces.order_by("id"))
     if not faces:
         return None
-    engine = faces[0].engine
-    match = PhotoMatch.for_faces(faces, photo.event_id, engine, size)
+    match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, size)
     record_matches(match)
-    assign_clusters(faces, thresholds.for_engine(engine).cluster)
     return match
+
+
+def cluster_faces(match: PhotoMatch | None) -> None:
+    """Cluster the matched photo's unmatched faces, under its event's cluster lock (faces.clustering).
+
+    The lock is held until the transaction ends: the face path calls this last, after its files are
+    uploaded, so a second reader waits only for the cluster writes and the commit.
+    """
+    if match is not None:
+        assign_clusters(match.faces, match.limits.cluster)

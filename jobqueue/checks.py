@@ -27,6 +27,9 @@ WORKER_START = "worker_start"
 
 # The id of "skipped: the database is unreachable" (worker_check prints it as SKIP).
 SKIPPED = "jobqueue.W001"
+# The id of "the queue's waiting index is missing" (a warning: the worker runs, fan-outs scan the queue).
+NO_WAITING_INDEX = "jobqueue.W002"
+QUEUE_INDEXES_FIX = "apply deploy/queue_indexes.sql: psql -f deploy/queue_indexes.sql (docs/OPERATIONS.md)"
 
 PGMQ_FUNCTIONS = ("pgmq.read(text,integer,integer,jsonb)", "pgmq.archive(text,bigint)", "pgmq.send(text,jsonb)")
 # Supabase's transaction pooler (Supavisor, transaction mode).
@@ -180,4 +183,15 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
                 hint=f"SELECT pgmq.create('{queries.QUEUE}')",
             )
         length = queries.metrics(cursor).length
+        indexed = queries.index_exists(cursor, queries.WAITING_INDEX)
+    if not indexed:
+        return [
+            CheckWarning(
+                f"queue {queries.QUEUE} exists, {length} messages, but the index {queries.WAITING_INDEX} is missing: "
+                "every fan-out scans the queue",
+                hint=QUEUE_INDEXES_FIX,
+                obj="queue",
+                id=NO_WAITING_INDEX,
+            )
+        ]
     return [Info(f"queue {queries.QUEUE} exists, {length} messages", obj="queue", id="jobqueue.I003")]

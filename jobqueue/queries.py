@@ -58,6 +58,40 @@ RECENT_ARCHIVED = """
 """
 ARCHIVED_MESSAGE = "SELECT message, headers FROM pgmq.a_jobs WHERE msg_id = %s"
 SEND = "SELECT pgmq.send(%s, %s::jsonb, %s::jsonb)"
+# One message {"job": job, id_field: id} per id that has none WAITING (never read: read_ct = 0), in the
+# ids' order, in one statement. A message already read (in flight, or hidden for a retry) does not
+# count: its handler may have read the state before the change this fan-out is for. The archive is
+# never read. WAITING_INDEX (deploy/queue_indexes.sql) serves each check, so it does not grow with the
+# queue. pgmq has no function for "is such a message waiting": its table is named directly. Its
+# send_batch refuses an empty array: the last line skips it when every id has a message waiting.
+SEND_UNLESS_WAITING = """
+    WITH wanted AS (
+        SELECT jsonb_build_object('job', %s::text, %s::text, ids.id) AS message, ids.position
+        FROM unnest(%s::text[]) WITH ORDINALITY AS ids (id, position)
+    ),
+    missing AS (
+        SELECT ARRAY(
+            SELECT wanted.message FROM wanted
+            WHERE NOT EXISTS (
+                SELECT 1 FROM pgmq.q_jobs AS waiting
+                WHERE waiting.read_ct = 0 AND waiting.message @> wanted.message
+            )
+            ORDER BY wanted.position
+        ) AS messages
+    )
+    SELECT count(*) FROM missing, LATERAL pgmq.send_batch(%s, missing.messages)
+    WHERE cardinality(missing.messages) > 0
+"""
+# The partial GIN index on waiting messages (deploy/queue_indexes.sql) that SEND_UNLESS_WAITING needs.
+WAITING_INDEX = "pgmq.q_jobs_waiting_idx"
+INDEX_EXISTS = "SELECT to_regclass(%s) IS NOT NULL"
+
+# Transaction-scoped advisory locks: two int4 keys, a namespace and the hash of a scope (an id). The
+# reader lock is one bigint key, a separate key space (pg_locks: objsubid 1; two keys: objsubid 2), so
+# no namespace here can ever meet it. A hash collision only makes two scopes wait for each other.
+XACT_LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
+# The namespace of fan-outs (jobqueue.enqueue.lock_fan_out): "MLFO".
+FAN_OUT_LOCK = 0x4D4C464F
 
 
 @dataclass(frozen=True)
@@ -167,6 +201,22 @@ def archived_message(cursor, msg_id: int) -> tuple[str, str | None] | None:
 def send(cursor, body: str, headers: str = "{}") -> int:
     cursor.execute(SEND, [QUEUE, body, headers])
     return cursor.fetchone()[0]
+
+
+def send_unless_waiting(cursor, job: str, id_field: str, ids: list[str]) -> int:
+    """Send {"job": job, id_field: id} for each id with no such message waiting; how many were sent."""
+    cursor.execute(SEND_UNLESS_WAITING, [job, id_field, ids, QUEUE])
+    return cursor.fetchone()[0]
+
+
+def index_exists(cursor, name: str) -> bool:
+    cursor.execute(INDEX_EXISTS, [name])
+    return cursor.fetchone()[0]
+
+
+def xact_lock(cursor, namespace: int, key: str) -> None:
+    """Wait for, then hold until this transaction ends, the advisory lock (namespace, hashtext(key))."""
+    cursor.execute(XACT_LOCK, [namespace, key])
 
 
 SET_APPLICATION_NAME = "SELECT set_config('application_name', %s, false)"

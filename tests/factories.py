@@ -5,6 +5,7 @@ import uuid
 import numpy as np
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
+from django.utils import timezone
 
 from faces.models import Event, EventMember, Photo, SubjectReference
 from momentlens.devservices.samples import encode_jpeg
@@ -33,6 +34,26 @@ def photo_row(event: Event, photo_id: uuid.UUID | None = None, **fields) -> Phot
         "upload_thumb_key": f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
     }
     return Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), **{**uploads, **fields})
+
+
+def rendered_photo_rows(event: Event, count: int) -> list[Photo]:
+    """`count` rows of photos rendered and published before (version 1), in one insert; nothing in storage."""
+    now = timezone.now()
+    rows = []
+    for _ in range(count):
+        photo_id = uuid.uuid4()
+        rows.append(
+            Photo(
+                id=photo_id,
+                event=event,
+                uploader_id=uuid.uuid4(),
+                upload_key=f"events/{event.id}/uploads/{photo_id}.jpg",
+                upload_thumb_key=f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
+                variant_version=1,
+                processed_at=now,
+            )
+        )
+    return Photo.objects.bulk_create(rows)
 
 
 def photo(event: Event, image: np.ndarray | None = None, *, data: bytes | None = None, **fields) -> Photo:

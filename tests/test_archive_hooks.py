@@ -33,11 +33,11 @@ def test_a_final_failure_of_reprocess_event_unpublishes_its_event_until_the_rese
     bystander = published_photos(bystander_event, tom, 1)[0]
     assert all(photo.processed_at for photo in photos)
 
-    def refuse(payload):
+    def refuse(*args):
         raise RuntimeError("the queue refused the fan-out")
 
     with monkeypatch.context() as patch:
-        patch.setattr(photo_jobs, "enqueue", refuse)
+        patch.setattr(photo_jobs, "enqueue_unless_waiting", refuse)
         msg_id = send({"job": "reprocess_event", "event_id": str(event.id)})
         run_worker_drain()
     assert archived()[msg_id] == (3, "failed")

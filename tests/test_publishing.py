@@ -5,6 +5,7 @@ import uuid
 import numpy as np
 import pytest
 from django.core.files.storage import default_storage
+from django.db import transaction
 
 from faces.models import EventMember, Photo, PhotoVariant
 from momentlens.devservices import samples
@@ -213,7 +214,9 @@ def test_reprocess_event_enqueues_one_reprocess_per_rendered_photo(group, test_t
     factories.photo(event, group)  # never rendered: its own face_process is still to come
     Photo.objects.filter(id__in=[p.id for p in published]).update(processed_at="2026-01-01T00:00:00Z")
     published.append(unpublished_after_render)
-    assert reprocess_event({"job": "reprocess_event", "event_id": str(event.id)}) == {"enqueued": 3}
+    with transaction.atomic():  # a handler's transaction: the fan-out's lock lasts until it ends
+        result = reprocess_event({"job": "reprocess_event", "event_id": str(event.id)})
+    assert result == {"enqueued": 3, "already_waiting": 0}
     import json
 
     from django.db import connection

@@ -67,6 +67,19 @@ def test_a_missing_queue_fails_with_its_fix(media_storage):
 
 
 @pytest.mark.django_db
+def test_a_missing_waiting_index_warns_with_its_fix(media_storage):
+    """The worker runs without it, but every fan-out would scan the queue: WARN, naming the file to apply."""
+    with connection.cursor() as cursor:
+        cursor.execute("DROP INDEX pgmq.q_jobs_waiting_idx")  # rolled back with the test
+    code, output = run_check()
+    assert code == 0, output
+    queue = line(output, "queue")
+    assert "status=WARN" in queue
+    assert "q_jobs_waiting_idx is missing" in queue
+    assert "deploy/queue_indexes.sql" in queue
+
+
+@pytest.mark.django_db
 def test_a_missing_column_fails_naming_it(media_storage):
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE photos DROP COLUMN processed_at")  # rolled back with the test

@@ -7,11 +7,11 @@ from django.db import transaction
 
 from faces.images import decode_upload, image_size
 from faces.models import Event, EventMember, Photo
-from faces.recognition import detect_and_store, match_and_cluster
+from faces.recognition import cluster_faces, detect_and_store, match_faces
 from faces.rendering.files import publish_upload, render_and_publish
 from faces.rendering.sweep import sweep_after_commit
 from faces.storage_io import read_object
-from jobqueue.enqueue import enqueue
+from jobqueue.enqueue import enqueue_unless_waiting, lock_fan_out
 from jobqueue.errors import RowGone
 from jobqueue.registry import register
 
@@ -60,24 +60,33 @@ def unpublish_event(payload: dict) -> int:
 
 @register("reprocess_event", id_field="event_id", on_archive=unpublish_event)
 def reprocess_event(payload: dict) -> dict:
-    if not Event.objects.filter(id=payload["event_id"]).exists():
+    event_id = Event.objects.filter(id=payload["event_id"]).values_list("id", flat=True).first()
+    if event_id is None:
         raise RowGone(f"event {payload['event_id']} does not exist")
+    # Two of these for one event, run at once by two readers, would each see nothing waiting:
+    # the second waits here for the first to commit, then finds its messages waiting.
+    lock_fan_out("reprocess", event_id)
     # Every photo rendered before, published or not: a photo unpublished by this job's own
     # final failure (unpublish_event) is published again when the job is re-sent.
-    rendered = Photo.objects.filter(event_id=payload["event_id"], variant_version__gt=0)
+    rendered = Photo.objects.filter(event_id=event_id, variant_version__gt=0)
     photo_ids = list(rendered.order_by("created_at").values_list("id", flat=True))
-    for photo_id in photo_ids:
-        enqueue({"job": "reprocess", "photo_id": str(photo_id)})
-    return {"enqueued": len(photo_ids)}
+    # A reprocess still waiting (never read) will read the change this job is for: not sent again.
+    sent = enqueue_unless_waiting("reprocess", "photo_id", photo_ids)
+    return {"enqueued": sent, "already_waiting": len(photo_ids) - sent}
 
 
 def face_path(photo: Photo) -> dict:
-    """Detect (unless faces are already stored), match, cluster, render, publish."""
+    """Detect (unless faces are already stored), match, render, publish, cluster.
+
+    Clustering comes last: it holds its event's lock until the commit (docs/ARCHITECTURE.md §6), and
+    nothing before it depends on the clusters.
+    """
     image = read_image(photo)
     if photo.faces_detected_at is None:
         detect_and_store(photo, image)
-    match = match_and_cluster(photo, (image.shape[1], image.shape[0]))
+    match = match_faces(photo, (image.shape[1], image.shape[0]))
     files = render_and_publish(photo, image, match)
+    cluster_faces(match)
     _sweep_after_commit(photo)
     return {"faces": len(match.faces) if match else 0, "files": files}
 

@@ -14,6 +14,8 @@ import psycopg
 log = logging.getLogger(__name__)
 
 SCHEMA_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "api_schema.sql"
+# What production applies by hand (docs/OPERATIONS.md): the queue's indexes, idempotent.
+QUEUE_INDEXES_SQL = Path(__file__).resolve().parents[2] / "deploy" / "queue_indexes.sql"
 QUEUE_NAME = "jobs"
 # Serialises provisioning between processes that start at the same moment.
 PROVISION_LOCK_KEY = 0x4D4C5052  # "MLPR"
@@ -97,7 +99,7 @@ class EmbeddedPostgres:
 
 
 def provision(uri: str) -> None:
-    """Install pgvector, the pgmq SQL, the API's schema mirror and the jobs queue.
+    """Install pgvector, the pgmq SQL, the API's schema mirror, the jobs queue and its indexes.
 
     Each step is guarded, so calling this on a provisioned database changes nothing.
     """
@@ -115,3 +117,6 @@ def provision(uri: str) -> None:
         if not conn.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [QUEUE_NAME]).fetchone():
             log.info("provision", extra={"step": "queue", "queue": QUEUE_NAME})
             conn.execute("SELECT pgmq.create(%s)", [QUEUE_NAME])
+        if conn.execute("SELECT to_regclass('pgmq.q_jobs_waiting_idx') IS NULL").fetchone()[0]:
+            log.info("provision", extra={"step": "queue_indexes"})
+            conn.execute(QUEUE_INDEXES_SQL.read_text())

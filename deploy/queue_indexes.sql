@@ -1,0 +1,13 @@
+-- Indexes the worker needs on the pgmq queue `jobs` (docs/OPERATIONS.md, "Install on the server").
+-- Idempotent: apply once per database, and again after every update of this file; applying it twice changes nothing.
+--   psql "$DATABASE_URL" -f deploy/queue_indexes.sql
+-- The embedded PostgreSQL of dev and tests runs this file when it provisions the queue
+-- (momentlens/devservices/postgres.py).
+
+-- Waiting messages (never read: read_ct = 0), by content. A fan-out (jobqueue.enqueue.enqueue_unless_waiting,
+-- e.g. reprocess_event) asks, per photo, "is a reprocess for it already waiting?" with
+-- `message @> {"job": ..., "photo_id": ...}`: one index probe per id, whatever the length of the queue; the
+-- archive is never read. Partial: a message leaves the index when it is first read. fastupdate off: no
+-- pending list that every probe would scan until the next vacuum.
+CREATE INDEX IF NOT EXISTS q_jobs_waiting_idx ON pgmq.q_jobs USING gin (message jsonb_path_ops)
+    WITH (fastupdate = off) WHERE read_ct = 0;

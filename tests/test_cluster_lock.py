@@ -1,0 +1,117 @@
+"""An event's Unknown clusters are read and written under its lock (docs/ARCHITECTURE.md §6, Clustering).
+
+Two readers run face_process at once on two photos of one unknown person, each in its own thread,
+connection and transaction. Each thread, once it has read the event's clusters, waits until the other
+has read them too, or is waiting for the event's cluster lock: the interleaving where both read
+"no cluster yet" before either writes happens whenever nothing stops it.
+"""
+
+import threading
+import time
+
+import cv2
+import pytest
+from django.db import connection, transaction
+
+from faces import clustering
+from faces.jobs import photo_jobs
+from faces.models import Face, UnknownCluster
+from faces.recognition import detect_and_store
+from momentlens.devservices import samples
+from tests import factories
+
+pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
+
+
+def waiting_for_cluster_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+            "AND classid = %s::bigint::oid AND objsubid = 2",
+            [clustering.CLUSTER_LOCK],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def wait_until(condition, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def two_photos_of_one_unknown_person():
+    """Two uploads of one face, nobody in the event: its faces are detected (committed), not yet clustered."""
+    tom = samples.tom_hanks()
+    smaller = cv2.resize(tom, None, fx=0.8, fy=0.8, interpolation=cv2.INTER_AREA)
+    other = samples.recolour(smaller, hue_shift=4, gain=1.05)
+    event = factories.event()
+    photos = []
+    for image in (tom, other):
+        photo = factories.photo(event, image)
+        assert len(detect_and_store(photo, image)) == 1
+        photos.append(photo)
+    return event, photos
+
+
+def face_process_at_once(photos, monkeypatch) -> list[bool]:
+    """Each photo's face_process in its own thread and transaction; whether each thread saw the other
+    read, or wait for the lock, before it wrote."""
+    real_nearest = clustering.nearest_cluster
+    mine = threading.local()
+    read = [threading.Event() for _ in photos]
+    saw_the_other = [False] * len(photos)
+    errors = []
+    connecting = threading.Lock()
+
+    def nearest_then_wait(event_id, embedding):
+        found = real_nearest(event_id, embedding)
+        read[mine.index].set()
+        other = read[1 - mine.index]
+        saw_the_other[mine.index] = wait_until(lambda: other.is_set() or waiting_for_cluster_lock())
+        return found
+
+    monkeypatch.setattr(clustering, "nearest_cluster", nearest_then_wait)
+
+    def run(index: int) -> None:
+        mine.index = index
+        try:
+            with connecting:
+                # One connection at a time: the embedded server's start-up file lock (checked on every
+                # connect) is not safe across threads.
+                connection.ensure_connection()
+            with transaction.atomic():
+                photo_jobs.face_process({"job": "face_process", "photo_id": str(photos[index].id)})
+        except Exception as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(photos))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert errors == []
+    return saw_the_other
+
+
+def test_two_readers_clustering_one_unknown_person_at_once_make_one_cluster_of_two(monkeypatch):
+    event, photos = two_photos_of_one_unknown_person()
+    assert face_process_at_once(photos, monkeypatch) == [True, True]
+
+    clusters = list(UnknownCluster.objects.filter(event=event))
+    assert [cluster.face_count for cluster in clusters] == [1 + 1], "one person, one cluster of two faces"
+    assert set(Face.objects.filter(event=event).values_list("unknown_cluster_id", flat=True)) == {clusters[0].id}
+
+
+def test_without_the_lock_the_same_interleaving_splits_the_person(monkeypatch):
+    """Not vacuous: with the lock taken out, both read "no cluster yet" and each starts one."""
+    monkeypatch.setattr(clustering, "lock_event_clusters", lambda event_id: None)
+    event, photos = two_photos_of_one_unknown_person()
+    assert face_process_at_once(photos, monkeypatch) == [True, True]
+
+    clusters = UnknownCluster.objects.filter(event=event)
+    assert sorted(clusters.values_list("face_count", flat=True)) == [1, 1], "split into two Unknown clusters"

@@ -1,0 +1,205 @@
+"""Deduplicated fan-outs (docs/ARCHITECTURE.md §5, reprocess_event): a `reprocess` already waiting for a
+photo is not sent again; two fan-outs of one event never both send; the check probes an index, never
+scans the queue or its archive.
+"""
+
+import json
+import logging
+import threading
+import time
+
+import pytest
+from django.db import connection, transaction
+
+from faces.jobs.photo_jobs import reprocess_event
+from jobqueue import queries
+from jobqueue.enqueue import enqueue_unless_waiting
+from momentlens.devservices.postgres import QUEUE_INDEXES_SQL
+from tests import factories
+from tests.queue_helpers import archived, send
+
+pytestmark = pytest.mark.usefixtures("live_db", "fast_retries")
+
+
+def queued() -> list[dict]:
+    """Every message in the queue, oldest first."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT message FROM pgmq.q_jobs ORDER BY msg_id")
+        return [json.loads(row[0]) for row in cursor.fetchall()]
+
+
+def queued_reprocess_ids() -> list[str]:
+    return [message["photo_id"] for message in queued() if message["job"] == "reprocess" and "photo_id" in message]
+
+
+def fan_out(event) -> dict:
+    """reprocess_event in a transaction of its own, as the worker runs it."""
+    with transaction.atomic():
+        return reprocess_event({"job": "reprocess_event", "event_id": str(event.id)})
+
+
+def read_once(msg_id: int) -> None:
+    """What a reader's pgmq.read leaves: read_ct 1, hidden. In flight, or failed and waiting for its retry."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE pgmq.q_jobs SET read_ct = 1, vt = now() + interval '10 minutes' WHERE msg_id = %s", [msg_id]
+        )
+
+
+def waiting_for_lock(namespace: int) -> bool:
+    """Is some transaction waiting for a transaction-scoped advisory lock of `namespace` (two-key form)?"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+            "AND classid = %s::bigint::oid AND objsubid = 2",
+            [namespace],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def wait_until(condition, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_five_dnp_toggles_on_a_200_photo_event_cost_200_renders_not_1000(fast_worker, caplog):
+    """A guest toggles DNP 5 times in a minute: 5 reprocess_event, and one reprocess per photo."""
+    event = factories.event()
+    photos = factories.rendered_photo_rows(event, 200)
+    for _ in range(5):
+        send({"job": "reprocess_event", "event_id": str(event.id)})
+
+    with caplog.at_level(logging.INFO, logger="jobqueue.worker"):
+        for _ in range(5):  # the five reprocess_event, and nothing else: the reprocess messages queue behind them
+            fast_worker(once=True).run()
+
+    messages = queued()
+    assert {message["job"] for message in messages} == {"reprocess"}
+    assert sorted(queued_reprocess_ids()) == sorted(str(photo.id) for photo in photos), "one per photo"
+    assert len(messages) == 200
+    done = [record for record in caplog.records if record.getMessage() == "job_done"]
+    assert [(r.job, r.enqueued, r.already_waiting) for r in done] == [("reprocess_event", 200, 0)] + [
+        ("reprocess_event", 0, 200)
+    ] * 4
+    assert archived() == {}
+
+
+def test_a_reprocess_already_read_or_archived_does_not_suppress_a_new_one():
+    """Only a message never read counts: one in flight (or hidden for a retry) may have read the old DNP state."""
+    event = factories.event()
+    waiting, in_flight, archived_one, fresh = factories.rendered_photo_rows(event, 4)
+    send({"job": "reprocess", "photo_id": str(waiting.id)})
+    read_msg = send({"job": "reprocess", "photo_id": str(in_flight.id)})
+    archived_msg = send({"job": "reprocess", "photo_id": str(archived_one.id)})
+    # Another job for the photo, and the same job under another id field, do not count either.
+    send({"job": "face_process", "photo_id": str(fresh.id)})
+    send({"job": "reprocess", "reference_id": str(fresh.id)})
+    read_once(read_msg)
+    with connection.cursor() as cursor:
+        queries.archive(cursor, archived_msg, "failed", "gone for good")
+
+    assert fan_out(event) == {"enqueued": 3, "already_waiting": 1}
+    ids = queued_reprocess_ids()
+    assert ids.count(str(waiting.id)) == 1, "the waiting one was not sent again"
+    assert ids.count(str(in_flight.id)) == 2, "the one in flight, and a new one"
+    assert ids.count(str(archived_one.id)) == 1, "the archive is never read: a new one"
+    assert ids.count(str(fresh.id)) == 1
+
+
+def test_enqueue_unless_waiting_is_one_generic_statement():
+    """Any job and id field: in the ids' order, each id once; nothing to send is not an error."""
+    send({"job": "ping", "target_id": "a"})
+    with transaction.atomic():
+        assert enqueue_unless_waiting("ping", "target_id", ["a", "b", "c", "b"]) == 2
+        assert enqueue_unless_waiting("ping", "target_id", ["c", "a", "b"]) == 0, "every one waiting"
+        assert enqueue_unless_waiting("ping", "target_id", []) == 0
+        assert enqueue_unless_waiting("pong", "target_id", ["a"]) == 1, "another job: its own messages"
+    assert queued() == [
+        {"job": "ping", "target_id": "a"},
+        {"job": "ping", "target_id": "b"},
+        {"job": "ping", "target_id": "c"},
+        {"job": "pong", "target_id": "a"},
+    ]
+
+
+def test_two_fan_outs_of_one_event_at_once_send_each_photo_once():
+    """Two readers run reprocess_event for one event at once: the second waits for the first's commit."""
+    event = factories.event()
+    photos = factories.rendered_photo_rows(event, 20)
+    results, errors = {}, []
+    first_sent = threading.Event()
+
+    def first():
+        try:
+            with transaction.atomic():
+                results["first"] = reprocess_event({"job": "reprocess_event", "event_id": str(event.id)})
+                first_sent.set()
+                # Not committed yet: the second fan-out must be waiting for the lock, not reading.
+                results["second_waited"] = wait_until(lambda: waiting_for_lock(queries.FAN_OUT_LOCK))
+        except Exception as error:
+            errors.append(error)
+        finally:
+            first_sent.set()
+            connection.close()
+
+    def second():
+        try:
+            assert first_sent.wait(30)
+            results["second"] = fan_out(event)
+        except Exception as error:
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert results["second_waited"], "the second fan-out waited for the first's lock"
+    assert results["first"] == {"enqueued": 20, "already_waiting": 0}
+    assert results["second"] == {"enqueued": 0, "already_waiting": 20}
+    assert sorted(queued_reprocess_ids()) == sorted(str(photo.id) for photo in photos)
+
+
+def test_the_waiting_check_probes_its_index_not_the_queue():
+    """EXPLAIN of the statement on a realistic queue: the partial GIN index, no Seq Scan, never the archive.
+
+    Thousands of unrelated messages, some read; the table analyzed, as autovacuum keeps a busy queue.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pgmq.send_batch('jobs', ARRAY(SELECT jsonb_build_object("
+            "'job', (ARRAY['face_process', 'thumbnail_dims', 'reprocess'])[1 + i %% 3], "
+            "'photo_id', gen_random_uuid()::text) FROM generate_series(1, %s) AS i))",
+            [6000],
+        )
+        cursor.execute("UPDATE pgmq.q_jobs SET read_ct = 1 WHERE msg_id %% 5 = 0", [])
+        cursor.execute("SELECT pgmq.archive('jobs', msg_id) FROM pgmq.q_jobs WHERE msg_id %% 7 = 0", [])
+        cursor.execute("ANALYZE pgmq.q_jobs")
+        cursor.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'pgmq' AND indexname = 'q_jobs_waiting_idx'")
+        (definition,) = cursor.fetchone()
+        ids = [str(photo.id) for photo in factories.rendered_photo_rows(factories.event(), 200)]
+        cursor.execute("EXPLAIN " + queries.SEND_UNLESS_WAITING, ["reprocess", "photo_id", ids, queries.QUEUE])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "USING gin (message jsonb_path_ops)" in definition
+    assert "WHERE (read_ct = 0)" in definition
+    assert "Index Scan on q_jobs_waiting_idx" in plan, plan
+    assert "Seq Scan on q_jobs" not in plan, plan
+    assert "a_jobs" not in plan, plan
+
+
+def test_the_queue_indexes_file_can_be_applied_twice():
+    sql = QUEUE_INDEXES_SQL.read_text()
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        cursor.execute(sql)
+        cursor.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgmq' AND tablename = 'q_jobs'")
+        assert cursor.fetchone()[0] == 3, "the primary key, pgmq's vt index, and the waiting index"
+    assert queries.WAITING_INDEX == "pgmq.q_jobs_waiting_idx"
