@@ -143,6 +143,8 @@ BEGIN
         'pgmq.set_vt(text,bigint,timestamp with time zone)', -- what set_vt(integer) calls
         'pgmq.send(text,jsonb,jsonb)',                       -- queries.SEND
         'pgmq.send(text,jsonb,jsonb,timestamp with time zone)', -- what send(3 args) calls
+        'pgmq.send_batch(text,jsonb[])',                     -- queries.SEND_UNLESS_WAITING (reprocess_event)
+        'pgmq.send_batch(text,jsonb[],jsonb[],timestamp with time zone)', -- what send_batch(2 args) calls
         'pgmq.metrics(text)',                                -- queries.METRICS (/health, queue_status, worker_check)
         'pgmq.list_queues()',                                -- worker_check's queue check
         'pgmq.format_table_name(text,text)'                  -- every function above: q_jobs from 'jobs'

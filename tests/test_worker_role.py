@@ -56,6 +56,8 @@ FUNCTION_GRANTS = {
     "pgmq.set_vt(text,bigint,timestamp with time zone)",
     "pgmq.send(text,jsonb,jsonb)",
     "pgmq.send(text,jsonb,jsonb,timestamp with time zone)",
+    "pgmq.send_batch(text,jsonb[])",
+    "pgmq.send_batch(text,jsonb[],jsonb[],timestamp with time zone)",
     "pgmq.metrics(text)",
     "pgmq.list_queues()",
     "pgmq.format_table_name(text,text)",
@@ -217,15 +219,14 @@ def test_every_queue_statement_runs_as_the_role(as_role):
     with psycopg.ClientCursor(as_role) as cursor:
         queries.set_application_name(cursor, "momentlens-role-test")
         assert queries.try_reader_lock(cursor)
-        assert queries.reader_lock_holder(cursor) == as_role.info.backend_pid
+        assert queries.reader_slots(cursor, 2)[0].pid == as_role.info.backend_pid
         first = queries.send(cursor, json.dumps({"job": "test_record"}))
         second = queries.send(cursor, json.dumps({"job": "test_record"}), json.dumps({"requeued_from": 1}))
         assert queries.read(cursor, 30).msg_id == first
         assert queries.make_abandoned_visible(cursor) == 1
         assert queries.read(cursor, 30).msg_id == first
         queries.make_visible(cursor, first)
-        cursor.execute("SELECT msg_id FROM pgmq.set_vt('jobs', %s::bigint, 600)", [first])  # the heartbeat
-        assert cursor.fetchone() == (first,)
+        assert queries.extend_visibility(cursor, first, 600)  # the heartbeat
         assert queries.metrics(cursor).length == 2
         assert queries.archive(cursor, first, "failed", "RuntimeError: on purpose")
         assert queries.archive_count(cursor) == 1
