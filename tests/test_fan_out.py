@@ -203,3 +203,37 @@ def test_the_queue_indexes_file_can_be_applied_twice():
         cursor.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgmq' AND tablename = 'q_jobs'")
         assert cursor.fetchone()[0] == 3, "the primary key, pgmq's vt index, and the waiting index"
     assert queries.WAITING_INDEX == "pgmq.q_jobs_waiting_idx"
+
+
+def test_a_photo_job_in_flight_on_another_reader_is_reprocessed_after_it_commits():
+    """Reader A runs a photo's first job (its row locked, not yet rendered: variant_version 0) with the
+    members it read before a DNP change; reader B runs that change's reprocess_event meanwhile. B waits for
+    A's commit and then sends a reprocess for the photo A just rendered with the old members."""
+    from faces.models import Photo
+
+    event = factories.event()
+    photo = factories.rendered_photo_rows(event, 1)[0]
+    Photo.objects.filter(id=photo.id).update(variant_version=0, processed_at=None)
+    locked, errors = threading.Event(), []
+
+    def reader_a():
+        try:
+            with transaction.atomic():
+                Photo.objects.select_for_update().get(id=photo.id)
+                locked.set()
+                time.sleep(0.5)  # detect, match, render...
+                Photo.objects.filter(id=photo.id).update(variant_version=1)
+        except Exception as error:
+            errors.append(error)
+        finally:
+            locked.set()
+            connection.close()
+
+    thread = threading.Thread(target=reader_a)
+    thread.start()
+    assert locked.wait(30)
+    result = fan_out(event)
+    thread.join(30)
+    assert errors == []
+    assert result == {"enqueued": 1, "already_waiting": 0}
+    assert queued_reprocess_ids() == [str(photo.id)]

@@ -67,9 +67,12 @@ def reprocess_event(payload: dict) -> dict:
     # the second waits here for the first to commit, then finds its messages waiting.
     lock_fan_out("reprocess", event_id)
     # Every photo rendered before, published or not: a photo unpublished by this job's own
-    # final failure (unpublish_event) is published again when the job is re-sent.
-    rendered = Photo.objects.filter(event_id=event_id, variant_version__gt=0)
-    photo_ids = list(rendered.order_by("created_at").values_list("id", flat=True))
+    # final failure (unpublish_event) is published again when the job is re-sent. Every photo
+    # of the event is locked first, not only the rendered ones: a photo job another reader is
+    # running holds its photo's lock, and may have read the members and references before the
+    # change this job is for. Waiting for it shows its render, which is then redone.
+    photos = Photo.objects.select_for_update().filter(event_id=event_id).order_by("created_at", "id")
+    photo_ids = [photo_id for photo_id, version in photos.values_list("id", "variant_version") if version > 0]
     # A reprocess still waiting (never read) will read the change this job is for: not sent again.
     sent = enqueue_unless_waiting("reprocess", "photo_id", photo_ids)
     return {"enqueued": sent, "already_waiting": len(photo_ids) - sent}
