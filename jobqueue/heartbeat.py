@@ -9,11 +9,13 @@ short with several readers (docs/ARCHITECTURE.md §4, "More than one reader").
 
 The same connection names what the reader works on in its application_name
 (`momentlens-worker heartbeat reader=<lock pid> msg=<id> job=<name>`), which
-`queue_status` shows beside each reader slot.
+`queue_status` shows beside each reader slot, once a job has run NAME_AFTER_S: a
+short job costs no round trip here.
 """
 
 import logging
 import threading
+import time
 from contextlib import contextmanager
 
 from django.db import DatabaseError, connections
@@ -21,6 +23,9 @@ from django.db import DatabaseError, connections
 from jobqueue import queries
 
 log = logging.getLogger("jobqueue.worker")
+
+# A job running this long gets its name on the heartbeat connection (what queue_status shows).
+NAME_AFTER_S = 0.5
 
 
 class Heartbeat:
@@ -64,24 +69,37 @@ class Heartbeat:
                 pass
 
     def _run(self) -> None:
-        named = None  # the job this connection's name shows
+        current = named = None  # the job in flight as last seen; the job the connection's name shows
+        name_due = beat_due = None
         while True:
             with self._changed:
-                if self._job == named:
-                    # Nothing new to name: wait for a change, or for the next beat while a job runs.
-                    self._changed.wait(self.every_s if self._job else None)
+                if self._job != current:
+                    current, now = self._job, time.monotonic()
+                    # Jobs of less than NAME_AFTER_S never touch the database from here: the
+                    # loop's own round trips are all a short job costs.
+                    name_due = now + NAME_AFTER_S if current else (now if named else None)
+                    beat_due = now + self.every_s if current else None
                 if self._closed:
                     break
-                job, reader_pid = self._job, self._reader_pid
+                due = min((at for at in (name_due, beat_due) if at is not None), default=None)
+                if due is None or due > time.monotonic():
+                    self._changed.wait(None if due is None else max(0.0, due - time.monotonic()))
+                    continue
+                reader_pid = self._reader_pid
             with self._sending:
-                if job != named:
-                    self._name(job, reader_pid)
-                    named = job
-                elif job is not None and self._still_running(job):
-                    self._beat(job[0])
+                if not self._still(current):
+                    continue
+                now = time.monotonic()
+                if name_due is not None and now >= name_due:
+                    self._name(current, reader_pid)
+                    named, name_due = current, None
+                if beat_due is not None and now >= beat_due:
+                    self._beat(current[0])
+                    beat_due = now + self.every_s
         self._close_connection()
 
-    def _still_running(self, job: tuple[int, str]) -> bool:
+    def _still(self, job: tuple[int, str] | None) -> bool:
+        """No other job began (or this one ended) since `job` was read."""
         with self._changed:
             return self._job == job
 
