@@ -17,8 +17,14 @@ points at) lived. After the drain the idle workers get their full-sweep interval
 leave no orphan. Then the invariants are checked and a table is printed (goal: 0
 violations).
 
+With `--readers N` (N > 1) N workers read the queue at once (WORKER_READER_SLOTS=N,
+WORKER_VISIBILITY_TIMEOUT_S=--visibility-s), and the kill fault SIGKILLs one of them,
+preferably while its heartbeat names a job in flight, then starts a new one: the run
+measures how long that message waited before another reader read it. With any N, no
+photo may be handled by two readers at once (invariant 6).
+
 Usage: python bench/chaos.py --seed N [--photos-per-event 20] [--events 4] [--faults 14]
-           [--sweep-retry-s 5] [--full-sweep-s 30]
+           [--sweep-retry-s 5] [--full-sweep-s 30] [--readers 1] [--visibility-s 6]
 The reduced form runs in the test suite (tests/test_chaos.py).
 """
 
@@ -43,8 +49,17 @@ def main() -> int:
     parser.add_argument("--fault-gap", type=float, nargs=2, default=(2.0, 6.0), help="seconds between faults")
     parser.add_argument("--sweep-retry-s", type=float, default=5.0, help="the workers' WORKER_SWEEP_RETRY_S")
     parser.add_argument("--full-sweep-s", type=float, default=30.0, help="the workers' WORKER_FULL_SWEEP_S")
+    parser.add_argument("--readers", type=int, default=1, help="workers reading at once (WORKER_READER_SLOTS)")
+    parser.add_argument(
+        "--visibility-s",
+        type=int,
+        default=6,
+        help="with --readers > 1, the workers' WORKER_VISIBILITY_TIMEOUT_S (a killed reader's message comes back)",
+    )
     parser.add_argument("--keep", type=Path, help="keep the run's folder (logs, data) here")
     args = parser.parse_args()
+    if args.readers < 1 or args.visibility_s < 1:
+        parser.error("--readers and --visibility-s must be at least 1")
     config = ChaosConfig(
         seed=args.seed,
         events=args.events,
@@ -53,6 +68,8 @@ def main() -> int:
         fault_gap_s=tuple(args.fault_gap),
         sweep_retry_s=args.sweep_retry_s,
         full_sweep_s=args.full_sweep_s,
+        readers=args.readers,
+        visibility_s=args.visibility_s,
     )
     started = time.monotonic()
     if args.keep:

@@ -13,6 +13,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import cv2
@@ -34,6 +35,15 @@ SWEEP_MARGIN_S = 20.0
 CUT_SIDES = ("left", "right", "top", "bottom", "top_left", "top_right", "bottom_left", "bottom_right")
 # A cut face counts (is expected to be seen) when at least this share of its box is on the image.
 CUT_MIN_VISIBLE = 0.4
+ONE_READER_AT_A_TIME = "6. no photo handled by two readers at once"
+# What a reader's heartbeat connection says while a job runs (jobqueue/heartbeat.py).
+HEARTBEAT = re.compile(r"^momentlens-worker heartbeat reader=(\d+) msg=(\d+) job=(\w+)")
+# Jobs that run long enough (detection, rendering) for a kill to land mid-job rather than at its end.
+LONG_JOBS = ("face_process", "reprocess")
+# Log stamps (ms, truncated) against `ms` (rounded): two tries this close count as back to back.
+CLOCK_SLACK_S = 0.005
+# Faults that end every reader's database session at once: a try running then loses its photo's row lock.
+SESSION_FAULTS = ("terminate_backend", "pg_restart")
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,10 @@ class ChaosConfig:
     full_sweep_s: float = 30.0
     # How often the storage monitor lists the bucket and reads the rows.
     sample_s: float = 0.5
+    # Readers at once (WORKER_READER_SLOTS); 1: the one reader, the workers' defaults untouched.
+    readers: int = 1
+    # With more than one reader, their WORKER_VISIBILITY_TIMEOUT_S: how soon a killed reader's message comes back.
+    visibility_s: int = 6
 
 
 @dataclass
@@ -66,10 +80,17 @@ class Report:
     orphans_seen: int = 0
     orphan_longest_s: float = 0.0
     final_wait_s: float = 0.0
+    readers: str = ""
+    # Per reader kill that left a message in flight: seconds until a reader read it again (None: never seen).
+    abandoned_waits: list[float | None] = field(default_factory=list)
 
     @property
     def violations(self) -> int:
         return sum(self.invariants.values())
+
+    def worst_abandoned_wait(self) -> str:
+        waits = [wait for wait in self.abandoned_waits if wait is not None]
+        return f"{max(waits):.1f}" if waits else "-"
 
     def table(self, seconds: float) -> str:
         rows = ["| what | count |", "|---|---:|", f"| jobs enqueued by the seed | {self.jobs} |"]
@@ -82,6 +103,10 @@ class Report:
             f"| orphans seen (rows read and bucket listed every {self.sample_s:g} s) | {self.orphans_seen} |",
             f"| orphan survived at most, s | {self.orphan_longest_s:.1f} |",
             f"| idle wait after the drain for the workers' sweeps, s | {self.final_wait_s:.1f} |",
+            f"| readers at once | {self.readers} |",
+            f"| reader kills that left a message in flight (read again) | {len(self.abandoned_waits)} "
+            f"({sum(wait is not None for wait in self.abandoned_waits)}) |",
+            f"| abandoned message waited at most before another read, s | {self.worst_abandoned_wait()} |",
         ]
         rows += [f"| archived: {reason} | {count} |" for reason, count in sorted(self.archived.items())]
         rows += ["", "| invariant | violations |", "|---|---:|"]
@@ -96,6 +121,38 @@ class WorkerProcess:
     process: subprocess.Popen
     log: Path
     expected_exit: str | None = None  # "kill" or "term" once the harness acts on it
+
+    def lock_backend(self) -> int | None:
+        """The backend pid of its reader slot (its last `queue_lock outcome=taken`), which its heartbeat names."""
+        taken = re.findall(r"event=queue_lock outcome=taken backend_pid=(\d+)", self.log.read_text(errors="replace"))
+        return int(taken[-1]) if taken else None
+
+
+@dataclass
+class Try:
+    """One reader's try of one message, from its start to its end (epoch seconds, this host's clock)."""
+
+    worker: str  # the worker's log name: one process
+    msg_id: str
+    photo_id: str
+    start: float
+    end: float
+    how: str  # job_done, job_retry, job_archived, db_lost (session lost mid-try), killed
+    lost_session: bool = False  # its session (so its photo's row lock) ended before the try did
+
+
+@dataclass
+class Abandoned:
+    """The message a killed reader had in flight: when it was killed, and when a reader read it again."""
+
+    worker: str
+    msg_id: int
+    read_ct: int
+    read_at: float  # when the killed reader read it (pgmq's last_read_at)
+    photo_id: str | None
+    killed_at: float
+    read_again_at: float | None = None
+    gone: bool = False  # deleted between two looks: the read is found in the logs afterwards
 
 
 @dataclass
@@ -215,7 +272,14 @@ class Chaos:
         self.stop_monitor = threading.Event()
         self.upload_hashes: dict[str, str] = {}
         self.early_publications = 0
-        self.primary: WorkerProcess | None = None
+        self.readers: list[WorkerProcess] = []
+        # Which reader a kill picks (readers > 1): its own random stream, so that the fault plan and gaps
+        # drawn from `rng` do not depend on how many readers were busy at each kill.
+        self.kill_rng = random.Random(f"kill-{config.seed}")
+        self.abandoned: list[Abandoned] = []
+        self.killed_tries: list[Try] = []
+        # (kind, start, end) of each fault, epoch seconds.
+        self.fault_windows: list[tuple[str, float, float]] = []
         self.sweeps: list[SweepRun] = []
         self.sweepers: list[threading.Thread] = []
         self.monitors: list[threading.Thread] = []
@@ -228,6 +292,12 @@ class Chaos:
             f"WORKER_SWEEP_RETRY_S={config.sweep_retry_s:g}, WORKER_FULL_SWEEP_S={config.full_sweep_s:g}"
         )
         self.report.sample_s = config.sample_s
+        self.report.readers = (
+            "1 (one reader slot)"
+            if config.readers == 1
+            else f"{config.readers} (WORKER_READER_SLOTS={config.readers}, "
+            f"WORKER_VISIBILITY_TIMEOUT_S={config.visibility_s})"
+        )
 
     # -- the run ---------------------------------------------------------------
 
@@ -276,6 +346,9 @@ class Chaos:
                 "PYTHONUNBUFFERED": "1",
             }
         )
+        if self.config.readers > 1:
+            env["WORKER_READER_SLOTS"] = str(self.config.readers)
+            env["WORKER_VISIBILITY_TIMEOUT_S"] = str(self.config.visibility_s)
         return env
 
     def _configure_django(self) -> None:
@@ -307,17 +380,17 @@ class Chaos:
     def _drain_under_faults(self) -> None:
         plan = list(FAULT_KINDS) + [self.rng.choice(FAULT_KINDS) for _ in range(self.config.faults - len(FAULT_KINDS))]
         self.rng.shuffle(plan)
-        self.primary = self.start_worker()
-        for monitor in (self._monitor_publications, self._monitor_storage):
+        self.readers = [self.start_worker() for _ in range(self.config.readers)]
+        for monitor in (self._monitor_publications, self._monitor_storage, self._monitor_abandoned):
             self.monitors.append(threading.Thread(target=monitor, daemon=True))
             self.monitors[-1].start()
         deadline = time.monotonic() + self.config.timeout_s
         next_fault = time.monotonic() + self.rng.uniform(*self.config.fault_gap_s)
         resent = False
         while time.monotonic() < deadline:
-            self.primary = self._restart_if_dead(self.primary)
+            self._restart_if_dead()
             if plan and time.monotonic() >= next_fault:
-                self.primary = self._inject(plan.pop(0), self.primary)
+                self._inject(plan.pop(0))
                 next_fault = time.monotonic() + self.rng.uniform(*self.config.fault_gap_s)
             if not resent and archived_count(self) >= 3:
                 self.report.resent_from_archive = resend_from_archive(self, 3)
@@ -329,26 +402,30 @@ class Chaos:
             time.sleep(0.2)
         self.report.invariants["drained before the timeout"] = 1
 
-    def _restart_if_dead(self, primary: WorkerProcess) -> WorkerProcess:
+    def _restart_if_dead(self) -> None:
+        """Each reader that exited is replaced by a new worker (systemd's part)."""
         for worker in self.workers:
             code = worker.process.poll()
             if code is not None and worker.expected_exit is None:
                 worker.expected_exit = f"unexpected exit {code}"
                 self.report.invariants[WORKER_ALIVE] = self.report.invariants.get(WORKER_ALIVE, 0) + 1
                 self.report.notes.append(f"{worker.log.name} exited {code} on its own")
-        if primary.process.poll() is not None:
-            return self.start_worker()
-        return primary
+        self.readers = [self.start_worker() if r.process.poll() is not None else r for r in self.readers]
 
-    def _inject(self, kind: str, primary: WorkerProcess) -> WorkerProcess:
+    def _inject(self, kind: str) -> None:
         self.report.faults[kind] += 1
         with open(self.folder / "faults.log", "a") as out:
             out.write(f"{wall_clock()} fault={kind}\n")
+        started = time.time()
+        try:
+            self._fault(kind)
+        finally:
+            self.fault_windows.append((kind, started, time.time()))
+
+    def _fault(self, kind: str) -> None:
         if kind == "kill":
-            primary.expected_exit = "kill"
-            primary.process.send_signal(signal.SIGKILL)
-            primary.process.wait(30)
-            return self.start_worker()
+            self._kill_a_reader()
+            return
         if kind == "terminate_backend":
             with db(self) as conn:
                 conn.execute(
@@ -370,7 +447,99 @@ class Chaos:
             until = time.monotonic() + self.rng.uniform(3.0, 8.0)
             self.sweepers.append(threading.Thread(target=self._sweep_until, args=(until,), daemon=True))
             self.sweepers[-1].start()
-        return primary
+
+    def _kill_a_reader(self) -> None:
+        """SIGKILL a reader, then start a new worker in its place. With one reader, at once, as it always was;
+        with several, preferably one running a long job (its heartbeat names the message and the job), waiting
+        up to 3 s for one, else one running any job, else any.
+
+        The message it had in flight is remembered: how long until another read takes it is measured."""
+        if len(self.readers) == 1:
+            victim = self.readers[0]
+            busy = {name: msg_id for name, msg_id, _ in self._busy_readers()}
+        else:
+            waited_until, running = time.monotonic() + 3.0, []
+            while True:
+                running = self._busy_readers()
+                if any(job in LONG_JOBS for _, _, job in running) or time.monotonic() >= waited_until:
+                    break
+                time.sleep(0.05)
+            long_jobs = [name for name, _, job in running if job in LONG_JOBS]
+            names = sorted(long_jobs) or sorted(name for name, _, _ in running)
+            names = names or sorted(r.log.name for r in self.readers)
+            chosen = self.kill_rng.choice(names)
+            victim = next(r for r in self.readers if r.log.name == chosen)
+            busy = {name: msg_id for name, msg_id, _ in running}
+        msg_id = busy.get(victim.log.name)
+        victim.expected_exit = "kill"
+        killed_at = time.time()
+        victim.process.send_signal(signal.SIGKILL)
+        victim.process.wait(30)
+        with open(self.folder / "faults.log", "a") as out:
+            out.write(f"{wall_clock()} killed={victim.log.name} in_flight_msg={msg_id}\n")
+        if msg_id is not None:
+            self._remember_abandoned(victim, msg_id, killed_at)
+        self.readers = [self.start_worker() if r is victim else r for r in self.readers]
+
+    def _busy_readers(self) -> list[tuple[str, int, str]]:
+        """(worker log name, msg_id, job) of each live reader whose heartbeat names a message in flight."""
+        try:
+            with db(self, attempts=1) as conn:
+                names = [row[0] for row in conn.execute("SELECT application_name FROM pg_stat_activity").fetchall()]
+        except Exception:
+            return []
+        running = {int(found[1]): found for name in names if name and (found := HEARTBEAT.match(name))}
+        busy = []
+        for reader in self.readers:
+            backend = reader.lock_backend()
+            if reader.process.poll() is None and backend in running:
+                busy.append((reader.log.name, int(running[backend][2]), running[backend][3]))
+        return busy
+
+    def _remember_abandoned(self, victim: WorkerProcess, msg_id: int, killed_at: float) -> None:
+        """Still queued and hidden after the kill: abandoned (else the job ended just before the kill)."""
+        try:
+            with db(self, attempts=10) as conn:
+                row = conn.execute(
+                    "SELECT read_ct, extract(epoch FROM last_read_at), message->>'photo_id', vt > clock_timestamp() "
+                    "FROM pgmq.q_jobs WHERE msg_id = %s",
+                    [msg_id],
+                ).fetchone()
+        except Exception:
+            return
+        if row is None or not row[3]:
+            return
+        read_ct, read_at, photo_id, _ = row
+        self.abandoned.append(Abandoned(victim.log.name, msg_id, read_ct, float(read_at), photo_id, killed_at))
+        if photo_id and is_uuid(photo_id):
+            self.killed_tries.append(
+                Try(victim.log.name, str(msg_id), photo_id.lower(), float(read_at), killed_at, "killed")
+            )
+
+    def _monitor_abandoned(self) -> None:
+        """Every 0.1 s, each abandoned message not yet read again: its read_ct and pgmq's last_read_at."""
+        while not self.stop_monitor.wait(0.1):
+            waiting = [entry for entry in self.abandoned if entry.read_again_at is None and not entry.gone]
+            if not waiting:
+                continue
+            try:
+                with db(self, attempts=1) as conn:
+                    ids = [entry.msg_id for entry in waiting]
+                    rows = conn.execute(
+                        "SELECT msg_id, read_ct, extract(epoch FROM last_read_at) FROM pgmq.q_jobs "
+                        "WHERE msg_id = ANY(%s) UNION ALL SELECT msg_id, read_ct, extract(epoch FROM last_read_at) "
+                        "FROM pgmq.a_jobs WHERE msg_id = ANY(%s)",
+                        [ids, ids],
+                    ).fetchall()
+            except Exception:
+                continue  # a fault has the database down
+            seen = {msg_id: (read_ct, read_at) for msg_id, read_ct, read_at in rows}
+            for entry in waiting:
+                if entry.msg_id not in seen:
+                    entry.gone = True
+                elif seen[entry.msg_id][0] > entry.read_ct:
+                    # The first read after the kill, unless two reads fell between two looks (then the later one).
+                    entry.read_again_at = float(seen[entry.msg_id][1])
 
     def _sweep_until(self, until: float) -> None:
         """`manage.py sweep_orphans` as an operator runs it, back to back until `until`, alongside the workers."""
@@ -437,7 +606,7 @@ class Chaos:
         started = time.monotonic()
         deadline = started + self.config.full_sweep_s + SWEEP_MARGIN_S
         while time.monotonic() < deadline:
-            self.primary = self._restart_if_dead(self.primary)
+            self._restart_if_dead()
             try:
                 if not orphan_keys(storage_snapshot(self, attempts=1)):
                     break
@@ -894,6 +1063,8 @@ def check_invariants(chaos: Chaos) -> None:
         chaos, lines
     )
     report.invariants.setdefault(WORKER_ALIVE, 0)
+    report.invariants[ONE_READER_AT_A_TIME] = readers_at_once(chaos, lines)
+    report.abandoned_waits = abandoned_waits(chaos, lines)
     report.notes += [sweep_summary(lines), media_summary(chaos, lines)]
 
 
@@ -905,8 +1076,102 @@ def worker_log_lines(chaos: Chaos) -> list[dict]:
                 continue
             fields = {key: value.strip('"') for key, value in LOG_FIELD.findall(text)}
             fields["at"] = text[:23]
+            fields["worker"] = worker.log.name
             lines.append(fields)
     return sorted(lines, key=lambda fields: fields["at"])
+
+
+def log_time(at: str) -> float:
+    """A log line's stamp (local time, ms truncated; time.time() in the worker) as epoch seconds."""
+    return datetime.strptime(at, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def photo_tries(chaos: Chaos, lines: list[dict]) -> list[Try]:
+    """Every try on a photo that came to an end: from the workers' own end-of-try lines (each carries `ms`,
+    measured on the monotonic clock from just after the read; the start is the line's stamp less `ms`), and
+    the tries the harness cut short by SIGKILL (from pgmq's last_read_at to the kill).
+
+    A try whose database session ended while it ran (a `db_lost` line naming it, or a try running across a
+    terminate_backend or PostgreSQL restart) lost its photo's row lock before it ended."""
+    tries = list(chaos.killed_tries)
+    for fields in lines:
+        event = fields.get("event")
+        if event not in {"job_done", "job_retry", "job_archived", "db_lost"} or "ms" not in fields:
+            continue
+        if not is_uuid(fields.get("photo_id", "")):
+            continue
+        end = log_time(fields["at"])
+        start = end - int(fields["ms"]) / 1000
+        lost = event == "db_lost" or any(
+            kind in SESSION_FAULTS and start < fault_end and fault_start < end
+            for kind, fault_start, fault_end in chaos.fault_windows
+        )
+        tries.append(Try(fields["worker"], fields["msg_id"], fields["photo_id"].lower(), start, end, event, lost))
+    return tries
+
+
+def readers_at_once(chaos: Chaos, lines: list[dict]) -> int:
+    """Pairs of tries on one photo by two worker processes whose times overlap (beyond the clock slack), where
+    the photo's row lock cannot have kept them apart: the same message twice at once (a reader read a message
+    another still ran), or a try that lost its session (its row lock) while it ran.
+
+    Two tries of different messages on one photo, each holding its session to its end, may overlap: every
+    photo job starts by locking the photo's row (SELECT ... FOR UPDATE), so the later one waits, inside its
+    try, until the earlier one commits or rolls back. Those are counted in a note, not as violations."""
+    by_photo: dict[str, list[Try]] = defaultdict(list)
+    for attempt in photo_tries(chaos, lines):
+        by_photo[attempt.photo_id].append(attempt)
+    violations, serialised, pairs = 0, 0, 0
+    for tries in by_photo.values():
+        tries.sort(key=lambda attempt: attempt.start)
+        for index, first in enumerate(tries):
+            for second in tries[index + 1 :]:
+                if second.start >= first.end - CLOCK_SLACK_S:
+                    break
+                if second.worker == first.worker:
+                    continue
+                pairs += 1
+                overlap = min(first.end, second.end) - second.start
+                if first.msg_id == second.msg_id or first.lost_session or second.lost_session:
+                    violations += 1
+                    why = "same message" if first.msg_id == second.msg_id else "a try lost its session"
+                    chaos.report.notes.append(
+                        f"two readers at once on photo {first.photo_id} ({why}, {overlap * 1000:.0f} ms): "
+                        f"{first.worker} msg {first.msg_id} ({first.how}) and {second.worker} msg {second.msg_id} "
+                        f"({second.how})"
+                    )
+                else:
+                    serialised += 1
+    tried = sum(len(tries) for tries in by_photo.values())
+    chaos.report.notes.append(
+        f"readers at once: {tried} tries on {len(by_photo)} photos (ends from the workers' log lines, starts = end "
+        f"- ms, kills from the harness; one host clock, {CLOCK_SLACK_S * 1000:.0f} ms slack); {pairs} pairs by two "
+        f"processes overlapped, {serialised} of them different messages kept apart by the photo's row lock"
+    )
+    return violations
+
+
+def abandoned_waits(chaos: Chaos, lines: list[dict]) -> list[float | None]:
+    """Per abandoned message, seconds from the kill to its next read: pgmq's last_read_at as the monitor saw it;
+    for one deleted between two looks, the start of its next try in the workers' lines (end - ms)."""
+    waits = []
+    for entry in chaos.abandoned:
+        read_again = entry.read_again_at
+        if read_again is None:
+            starts = [
+                log_time(fields["at"]) - int(fields["ms"]) / 1000
+                for fields in lines
+                if fields.get("msg_id") == str(entry.msg_id)
+                and fields.get("try") == str(entry.read_ct + 1)
+                and "ms" in fields
+            ]
+            read_again = min(starts, default=None)
+        waits.append(None if read_again is None else read_again - entry.killed_at)
+        chaos.report.notes.append(
+            f"kill of {entry.worker} mid-job: msg {entry.msg_id} (try {entry.read_ct}) "
+            + ("never read again" if read_again is None else f"read again {read_again - entry.killed_at:.1f} s later")
+        )
+    return waits
 
 
 def published_photos():

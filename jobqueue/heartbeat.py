@@ -94,7 +94,7 @@ class Heartbeat:
                     self._name(current, reader_pid)
                     named, name_due = current, None
                 if beat_due is not None and now >= beat_due:
-                    self._beat(current[0])
+                    self._beat(current, reader_pid)
                     beat_due = now + self.every_s
         self._close_connection()
 
@@ -103,14 +103,17 @@ class Heartbeat:
         with self._changed:
             return self._job == job
 
-    def _beat(self, msg_id: int) -> None:
+    def _beat(self, job: tuple[int, str], reader_pid: int | None) -> None:
+        # After a failed beat the connection is new: it says what runs before it beats.
+        fresh = self._connection is None
         with self._guard("heartbeat_failed"), self._cursor() as cursor:
-            queries.extend_visibility(cursor, msg_id, self.vt_s)
+            if fresh:
+                queries.set_application_name(cursor, _label(job, reader_pid))
+            queries.extend_visibility(cursor, job[0], self.vt_s)
 
     def _name(self, job: tuple[int, str] | None, reader_pid: int | None) -> None:
-        doing = f"msg={job[0]} job={job[1]}" if job else "idle"
         with self._guard("heartbeat_failed"), self._cursor() as cursor:
-            queries.set_application_name(cursor, f"{queries.HEARTBEAT_NAME} reader={reader_pid} {doing}"[:63])
+            queries.set_application_name(cursor, _label(job, reader_pid))
 
     def _cursor(self):
         if self._connection is None:
@@ -135,3 +138,8 @@ class Heartbeat:
             except DatabaseError:
                 pass
             self._connection = None
+
+
+def _label(job: tuple[int, str] | None, reader_pid: int | None) -> str:
+    doing = f"msg={job[0]} job={job[1]}" if job else "idle"
+    return f"{queries.HEARTBEAT_NAME} reader={reader_pid} {doing}"[:63]

@@ -38,7 +38,9 @@ READ = "SELECT msg_id, read_ct, message FROM pgmq.read(%s, %s, 1)"
 # transaction (bench/queue_overhead.py measures the difference).
 DELETE = "DELETE FROM pgmq.q_jobs WHERE msg_id = %s"
 ARCHIVE = "SELECT pgmq.archive(%s, %s::bigint)"
-MAKE_VISIBLE = "SELECT msg_id FROM pgmq.set_vt(%s, %s::bigint, 0)"
+# A failed try's message, visible again, unless a reader has read it since (read_ct moved on): with several
+# readers a backoff longer than vt lets another reader take it, and that reader's run must stay its own.
+MAKE_VISIBLE = "UPDATE pgmq.q_jobs SET vt = clock_timestamp() WHERE msg_id = %s AND read_ct = %s"
 # The archive keeps the message's headers: the reason travels there.
 RECORD_ARCHIVE_REASON = """
     UPDATE pgmq.q_jobs
@@ -158,8 +160,9 @@ def archive(cursor, msg_id: int, reason: str, error: str) -> bool:
     return cursor.fetchone()[0]
 
 
-def make_visible(cursor, msg_id: int) -> None:
-    cursor.execute(MAKE_VISIBLE, [QUEUE, msg_id])
+def make_visible(cursor, msg_id: int, read_ct: int) -> bool:
+    cursor.execute(MAKE_VISIBLE, [msg_id, read_ct])
+    return cursor.rowcount == 1
 
 
 def make_abandoned_visible(cursor) -> int:

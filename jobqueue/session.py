@@ -28,6 +28,9 @@ APPLICATION_NAME = "momentlens-worker"
 class DatabaseLost(Exception):
     """The loop's connection is gone (killed backend, server restart)."""
 
+    # The try it cut short, if any: its log fields and how long it ran (the db_lost line names it).
+    in_flight: dict = {}
+
 
 class WorkerDied(Exception):
     """The loop cannot go on: the process exits non-zero so that systemd restarts it."""

@@ -135,7 +135,7 @@ class Worker:
         return True
 
     def _recover(self, lost: DatabaseLost) -> None:
-        log.warning("db_lost", extra={"error": str(lost)})
+        log.warning("db_lost", extra={"error": str(lost), **lost.in_flight})
         self.session.drop()
         if self.session.take(deadline=time.monotonic() + self.config.db_recovery_s):
             log.info("db_recovered")
@@ -164,7 +164,8 @@ class Worker:
             with self._running(message, job), self.session.guard(), transaction.atomic():
                 result = job.type.handler(job.payload) or {}
                 queries.delete(self.session.cursor, message.msg_id)
-        except DatabaseLost:
+        except DatabaseLost as lost:
+            lost.in_flight = {**fields, "ms": _ms(started)}  # db_lost names the try it cut short
             raise
         except Exception as error:
             decided = outcome.after_error(error, message.read_ct, self.config.retry_backoff_s)
@@ -185,7 +186,7 @@ class Worker:
 
     def _carry_out(self, decided: Outcome, message, payload, job, fields: dict, started: float, error=None) -> None:
         if decided.action is Action.ARCHIVE:
-            self._archive(decided, message, payload, job, fields, error)
+            self._archive(decided, message, payload, job, fields, started, error)
         elif decided.action is Action.DELETE:
             with self.session.guard(), connection.cursor() as cursor:
                 queries.delete(cursor, message.msg_id)
@@ -210,10 +211,11 @@ class Worker:
         if self.stopping:
             return  # left hidden; the next worker makes it visible when it takes the lock
         with self.session.guard(), connection.cursor() as cursor:
-            # Visible again now: it is the oldest, so the next read takes it before any newer one.
-            queries.make_visible(cursor, message.msg_id)
+            # Visible again now: it is the oldest, so the next read takes it before any newer one. Unless
+            # another reader read it meanwhile (the backoff outlasted vt): then it is that reader's.
+            queries.make_visible(cursor, message.msg_id, message.read_ct)
 
-    def _archive(self, decided: Outcome, message, payload, job, fields: dict, error) -> None:
+    def _archive(self, decided: Outcome, message, payload, job, fields: dict, started: float, error) -> None:
         """Archive with its reason and run the archive hooks (the job's own, and the apps'), in one transaction."""
         with self.session.guard(), transaction.atomic(), connection.cursor() as cursor:
             # The archive is read by people (queue_status): it gets the same masking as the logs.
@@ -227,6 +229,7 @@ class Worker:
                 "reason": decided.reason,
                 "error": decided.detail,
                 **hooked,
+                "ms": _ms(started),
             },
         )
         if decided.final:

@@ -69,6 +69,18 @@ def crash(payload):
     return None
 
 
+@register("test_fail_then_slow", id_field="photo_id")
+def fail_then_slow(payload):
+    """Fails its first try (`once_marker`); every later try runs `seconds`, then records who ran it."""
+    marker = Path(payload["once_marker"])
+    if not marker.exists():
+        marker.touch()
+        raise RuntimeError("the first try fails")
+    time.sleep(payload.get("seconds", 0))
+    Event.objects.create(name=f"done {payload['photo_id']} pid={os.getpid()}")
+    return {"files": 0}
+
+
 @register("test_photo_span", id_field="photo_id")
 def photo_span(payload):
     """Takes the photo the way every photo job does (its row lock), then records when it held it."""

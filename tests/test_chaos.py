@@ -45,5 +45,7 @@ def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
     assert re.search(r"^\| orphan survived at most, s \| \d+\.\d \|$", table, re.M)
     assert "edge-cut DNP faces in published photos:" in table
     invariants = re.findall(r"^\| (\d\. [^|]+) \| (\d+) \|$", table, re.M)
-    assert len(invariants) == 10
+    assert len(invariants) == 11
     assert all(count == "0" for _, count in invariants)
+    assert "| 6. no photo handled by two readers at once | 0 |" in table
+    assert re.search(r"^note: readers at once: [1-9]\d* tries", table, re.M)

@@ -12,6 +12,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 
 from faces.models import Event
 from tests import factories
@@ -81,6 +82,24 @@ def test_queue_status_shows_what_each_reader_works_on(spawn, settings):
     wait_for(working, timeout=20)
 
 
+def test_a_heartbeat_that_lost_its_connection_names_the_job_again(spawn, settings):
+    """The heartbeat reconnects at its next beat; the new connection says what the reader works on too."""
+    settings.WORKER_READER_SLOTS = 2
+    msg_id = send(job("test_record", seconds=6))
+    spawn("first", WORKER_VISIBILITY_TIMEOUT_S=1)
+    naming = f"msg={msg_id} job=test_record"
+
+    def beats() -> list[int]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pid, application_name FROM pg_stat_activity")
+            return [pid for pid, name in cursor.fetchall() if (name or "").endswith(naming)]
+
+    killed = wait_for(beats, timeout=20)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", killed)
+    wait_for(lambda: beats() and beats() != killed, timeout=5)
+
+
 def test_a_job_three_times_longer_than_the_visibility_timeout_is_never_read_twice(spawn):
     msg_id = send(job("test_record", seconds=6.5))
     _, first_log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=2)
@@ -116,6 +135,23 @@ def test_a_reader_killed_mid_job_leaves_its_message_to_another_within_the_timeou
     waited = time.monotonic() - died_at
     assert waited < vt + 1.5, f"taken over after {waited:.1f}s"
     assert not queue_rows()
+
+
+def test_a_retry_whose_backoff_outlasts_the_timeout_is_not_run_twice_at_once(spawn, tmp_path):
+    """A failed try waits its backoff with no heartbeat: past the timeout another reader reads the message
+    and runs it. The first reader's "visible again now", when its backoff ends, must not hand that running
+    message to a third read."""
+    settings = {"WORKER_VISIBILITY_TIMEOUT_S": 1, "WORKER_RETRY_BACKOFF_S": 2}
+    (_, first_log), (_, second_log) = spawn("first", **settings), spawn("second", **settings)
+    wait_for(lambda: taken(first_log) and taken(second_log))
+    send(job("test_fail_then_slow", once_marker=str(tmp_path / "failed-once"), seconds=3))
+    wait_for(lambda: Event.objects.filter(name__startswith="done ").exists(), timeout=30)
+    wait_for(lambda: not queue_rows(), timeout=30)
+    time.sleep(4)  # a second run, if any, ends meanwhile
+    logs = first_log.read_text() + second_log.read_text()
+    assert Event.objects.filter(name__startswith="done ").count() == 1, "the retried job ran once"
+    assert "try=2" in logs
+    assert "try=3" not in logs
 
 
 def test_jobs_on_one_photo_never_overlap_across_readers(spawn, group):
