@@ -225,7 +225,7 @@ def test_every_queue_statement_runs_as_the_role(as_role):
         assert queries.read(cursor, 30).msg_id == first
         assert queries.make_abandoned_visible(cursor) == 1
         assert queries.read(cursor, 30).msg_id == first
-        queries.make_visible(cursor, first)
+        assert queries.make_visible(cursor, first, 2)  # read twice so far
         assert queries.extend_visibility(cursor, first, 600)  # the heartbeat
         assert queries.metrics(cursor).length == 2
         assert queries.archive(cursor, first, "failed", "RuntimeError: on purpose")
