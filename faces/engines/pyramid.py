@@ -35,7 +35,7 @@ all), so time grows with the pixel count, and memory with the tile size only (a
 shrunk copy of the photo for the coarser levels is at most 1/9 of it). The
 detector runs on the wrapper's onnxruntime session directly: insightface's
 `SCRFD.detect` resizes, copies, and decodes boxes and keypoints of every anchor;
-here OpenCV's blobFromImage does resize + RGB + normalise + NCHW in one call and
+here one resize + RGB + normalise + NCHW goes straight into the detector's array and
 only anchors above the threshold are decoded, with insightface's own
 `distance2bbox` / `distance2kps` (and its anchor layout and NMS threshold).
 
@@ -253,12 +253,7 @@ class PyramidDetector:
         after the detector's own NMS."""
         scrfd = scrfd or self.scrfd
         in_w, in_h = -(-out_w // STRIDE) * STRIDE, -(-out_h // STRIDE) * STRIDE
-        # One OpenCV call resizes, swaps to RGB, normalises and goes to NCHW.
-        blob = cv2.dnn.blobFromImage(image, 1.0 / scrfd.input_std, (out_w, out_h), (scrfd.input_mean,) * 3, swapRB=True)
-        if (in_w, in_h) != (out_w, out_h):
-            padded = np.full((1, 3, in_h, in_w), 0.0 - scrfd.input_mean / scrfd.input_std, np.float32)
-            padded[:, :, :out_h, :out_w] = blob
-            blob = padded
+        blob = _blob(image, out_w, out_h, in_w, in_h, scrfd.input_mean, scrfd.input_std)
         outputs = scrfd.session.run(scrfd.output_names, {scrfd.input_name: blob})
         return self._decode(outputs, in_w, in_h, self.plan.score_threshold if threshold is None else threshold, scrfd)
 
@@ -297,6 +292,22 @@ class PyramidDetector:
 
 
 # ---- helpers ------------------------------------------------------------------------
+
+
+def _blob(image: np.ndarray, out_w: int, out_h: int, in_w: int, in_h: int, mean: float, std: float) -> np.ndarray:
+    """The detector's input: `image` resized to out_w x out_h, RGB, (x - mean) / std, NCHW, padded with
+    zeros' value to in_w x in_h. The same numbers as OpenCV's blobFromImage, which resizes the same
+    way (bilinear, on the 8-bit image); written into one array here, as it is ~25 % cheaper on a tile."""
+    if image.shape[1] != out_w or image.shape[0] != out_h:
+        image = cv2.resize(image, (out_w, out_h), interpolation=cv2.INTER_LINEAR)
+    blob = np.empty((1, 3, in_h, in_w), np.float32)
+    blob[:, :, out_h:, :] = blob[:, :, :, out_w:] = -mean / std
+    inside = blob[0, :, :out_h, :out_w]
+    for channel, plane in enumerate(cv2.split(image)[::-1]):  # BGR -> RGB
+        inside[channel] = plane
+    inside -= mean
+    inside *= 1.0 / std
+    return blob
 
 
 def _interp(scale: float) -> int:
