@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -72,3 +73,23 @@ def spawn_worker(env: dict, *args: str, log_path: Path) -> subprocess.Popen:
         stdout=open(log_path, "ab"),
         stderr=subprocess.STDOUT,
     )
+
+
+def waiting_for_lock(namespace: int) -> bool:
+    """Is some transaction waiting for a transaction-scoped advisory lock of `namespace` (two-key form)?"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+            "AND classid = %s::bigint::oid AND objsubid = 2",
+            [namespace],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def wait_until(condition, timeout_s: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.01)
+    return False

@@ -7,7 +7,6 @@ has read them too, or is waiting for the event's cluster lock: the interleaving 
 """
 
 import threading
-import time
 
 import cv2
 import pytest
@@ -19,27 +18,9 @@ from faces.models import Face, UnknownCluster
 from faces.recognition import detect_and_store
 from momentlens.devservices import samples
 from tests import factories
+from tests.queue_helpers import wait_until, waiting_for_lock
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
-
-
-def waiting_for_cluster_lock() -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-            "AND classid = %s::bigint::oid AND objsubid = 2",
-            [clustering.CLUSTER_LOCK],
-        )
-        return cursor.fetchone()[0] > 0
-
-
-def wait_until(condition, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def two_photos_of_one_unknown_person():
@@ -70,7 +51,7 @@ def face_process_at_once(photos, monkeypatch) -> list[bool]:
         found = real_nearest(event_id, embedding)
         read[mine.index].set()
         other = read[1 - mine.index]
-        saw_the_other[mine.index] = wait_until(lambda: other.is_set() or waiting_for_cluster_lock())
+        saw_the_other[mine.index] = wait_until(lambda: other.is_set() or waiting_for_lock(clustering.CLUSTER_LOCK))
         return found
 
     monkeypatch.setattr(clustering, "nearest_cluster", nearest_then_wait)

@@ -16,7 +16,7 @@ from jobqueue import queries
 from jobqueue.enqueue import enqueue_unless_waiting
 from momentlens.devservices.postgres import QUEUE_INDEXES_SQL
 from tests import factories
-from tests.queue_helpers import archived, send
+from tests.queue_helpers import archived, send, wait_until, waiting_for_lock
 
 pytestmark = pytest.mark.usefixtures("live_db", "fast_retries")
 
@@ -44,26 +44,6 @@ def read_once(msg_id: int) -> None:
         cursor.execute(
             "UPDATE pgmq.q_jobs SET read_ct = 1, vt = now() + interval '10 minutes' WHERE msg_id = %s", [msg_id]
         )
-
-
-def waiting_for_lock(namespace: int) -> bool:
-    """Is some transaction waiting for a transaction-scoped advisory lock of `namespace` (two-key form)?"""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-            "AND classid = %s::bigint::oid AND objsubid = 2",
-            [namespace],
-        )
-        return cursor.fetchone()[0] > 0
-
-
-def wait_until(condition, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 def test_five_dnp_toggles_on_a_200_photo_event_cost_200_renders_not_1000(fast_worker, caplog):
