@@ -73,6 +73,9 @@ def test_demo_blurs_the_dnp_face_writes_the_report_and_starts_clean_each_run(dem
     assert re.search(r"^DNP members\s+1$", printed, re.M)
     assert re.search(r"^files written\s+2 \(\+2 thumbnails\)$", printed, re.M)
     assert re.search(r"^archived jobs\s+0$", printed, re.M)
+    # reference_process, its reprocess_event, two face_process: each named on its own progress line.
+    assert re.search(r"^jobs done\s+4$", printed, re.M)
+    assert re.search(r"^    job 3: face_process photo_id=\S{8} completed \d+ ms faces=6 files=2$", printed, re.M)
     assert re.search(r"^t1\.jpg \(group\)\s+6\s+1\s+1\s+2\s+public \+ own:", printed, re.M)
     assert re.search(r"^Tom_Hanks\S* \(portrait\)\s+1\s+0\s+0\s+0\s+none", printed, re.M)
 

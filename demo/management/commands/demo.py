@@ -9,7 +9,6 @@ than the filesystem: the demo owns the embedded `var/` data and nothing else.
 """
 
 import logging
-import re
 import shutil
 import time
 from pathlib import Path
@@ -24,13 +23,13 @@ from django.db import connection
 from demo import report, seed
 from faces.models import EventMember
 from jobqueue import queries
+from jobqueue.logfmt import fields_of
 
 QUEUE_TABLES = ("pgmq.q_jobs", "pgmq.a_jobs")
 # Top-level storage folders the demo's keys live under (docs/ARCHITECTURE.md §3).
 STORAGE_FOLDERS = ("events", "users")
 REPORT_NAME = "report.html"
 SHEET_NAME = "contact_sheet.png"
-_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 
 
 class Command(BaseCommand):
@@ -124,7 +123,7 @@ def clean(media_root: Path, out_dir: Path) -> None:
 
 
 class JobProgress(logging.Handler):
-    """One line per job the worker finishes, from its `event=job_done` / `event=job_archived` log records."""
+    """One line per job the worker finishes, from its `job_done` / `job_archived` log records' fields."""
 
     def __init__(self, command: Command):
         super().__init__(level=logging.INFO)
@@ -144,9 +143,9 @@ class JobProgress(logging.Handler):
             logger.setLevel(level)
 
     def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        fields = {key: value.strip('"') for key, value in _FIELD.findall(message)}
-        if fields.get("event") not in ("job_done", "job_archived"):
+        fields = {key: str(value) for key, value in fields_of(record).items()}
+        fields["event"] = record.getMessage()
+        if fields["event"] not in ("job_done", "job_archived"):
             return
         if fields["event"] == "job_done":
             self.done += 1
