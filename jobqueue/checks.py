@@ -14,6 +14,7 @@ starts with `skip_without_database(name)`: one Warning, SKIPPED, when it is unre
 
 import secrets
 
+from django.conf import settings
 from django.core.checks import CheckMessage, Error, Info
 from django.core.checks import Warning as CheckWarning
 from django.db import connection, connections
@@ -195,3 +196,29 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
             )
         ]
     return [Info(f"queue {queries.QUEUE} exists, {length} messages", obj="queue", id="jobqueue.I003")]
+
+
+def reader_settings(app_configs=None, **kwargs) -> list[CheckMessage]:
+    """The reader slots and the visibility timeout the heartbeat renews (docs/OPERATIONS.md, "Adding a machine")."""
+    slots, vt = settings.WORKER_READER_SLOTS, settings.WORKER_VISIBILITY_TIMEOUT_S
+    if slots < 1:
+        return failed(
+            "reader_settings",
+            "jobqueue.E006",
+            f"WORKER_READER_SLOTS is {slots}: no worker could ever read the queue",
+            hint="1 (one reader), or the number of workers that may read at once, the same on every worker",
+        )
+    if vt < 1:
+        return failed(
+            "reader_settings",
+            "jobqueue.E007",
+            f"WORKER_VISIBILITY_TIMEOUT_S is {vt}: a message would be visible again as soon as it is read",
+            hint="at least 1 second (defaults: 600 with one reader slot, 60 with more)",
+        )
+    return [
+        Info(
+            f"{slots} reader slot(s); a read hides a message {vt} s, renewed every {vt / 3:g} s while its job runs",
+            obj="reader_settings",
+            id="jobqueue.I004",
+        )
+    ]

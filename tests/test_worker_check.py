@@ -156,9 +156,11 @@ def test_the_tags_select_the_preflight_and_the_start_checks():
         "storage",
         "face_models",
         "thresholds",
+        "reader_settings",
     }
-    # run_worker's own: no network, and face_models builds the engine the loop keeps.
-    assert tagged[WORKER_START] == {"face_models", "thresholds"}
+    # run_worker's own: no network, face_models builds the engine the loop keeps, and a worker with no
+    # slot to take must not start.
+    assert tagged[WORKER_START] == {"face_models", "thresholds", "reader_settings"}
     # Never run before every management command: only with --deploy (or by worker_check and run_worker).
     assert not [check for check in registry.get_checks() if WORKER in check.tags]
 
@@ -180,3 +182,22 @@ def test_manage_py_check_deploy_fails_on_a_missing_queue(media_storage):
         call_command("check", deploy=True, tags=["worker"], stdout=StringIO(), stderr=StringIO())
     assert "queue: (jobqueue.E005) the queue 'jobs' does not exist" in str(failed.value)
     assert "HINT: SELECT pgmq.create('jobs')" in str(failed.value)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("slots", "vt", "fails"),
+    [(0, 600, "WORKER_READER_SLOTS is 0"), (2, 0, "WORKER_VISIBILITY_TIMEOUT_S is 0"), (2, 60, None)],
+)
+def test_reader_settings_that_could_never_read_fail_with_their_fix(media_storage, settings, slots, vt, fails):
+    settings.WORKER_READER_SLOTS, settings.WORKER_VISIBILITY_TIMEOUT_S = slots, vt
+    code, output = run_check()
+    row = line(output, "reader_settings")
+    if fails:
+        assert code == 1
+        assert "status=FAIL" in row
+        assert fails in row
+        assert 'fix="' in row
+    else:
+        assert code == 0, output
+        assert 'detail="2 reader slot(s); a read hides a message 60 s, renewed every 20 s while its job runs"' in row

@@ -74,3 +74,13 @@ def test_a_corrupted_buffalo_s_file_stops_the_worker_at_startup_naming_it(embedd
     assert f"{folder / BUFFALO_S.recognizer} is not buffalo_s's w600k_mbf.onnx" in text
     assert "Traceback" not in text
     assert "event=worker_running" not in text
+
+
+def test_no_reader_slot_stops_the_worker_at_startup_instead_of_waiting_forever(embedded_pg, tmp_path):
+    env = worker_env(embedded_pg, tmp_path, WORKER_READER_SLOTS=0)
+    log = tmp_path / "worker.log"
+    assert spawn_worker(env, "--drain", log_path=log).wait(60) == 1
+    text = log.read_text()
+    assert "event=worker_died check=reader_settings" in text
+    assert "WORKER_READER_SLOTS is 0" in text
+    assert "event=queue_lock" not in text
