@@ -1,10 +1,11 @@
-"""The consumer's preflight, as Django system checks: the database, its session, the queue.
+"""The consumer's preflight, as Django system checks: the database, its session, the queue, the reader settings.
 
 Every worker check is tagged WORKER and registered with deploy=True, so it runs only
 when asked for: `manage.py worker_check` (systemd's ExecStartPre) or
 `manage.py check --deploy --tag worker`, never before every management command.
 The checks `run_worker` runs in its own process before the loop are also tagged
-WORKER_START: those that need no network (the faces app's models and thresholds).
+WORKER_START: those that need no network (the reader settings; the faces app's models
+and thresholds).
 
 Each check returns one message whose `obj` is its name: Info with what it found,
 Error with the problem and `hint` with the fix. A check that needs the database
