@@ -99,29 +99,19 @@ def setup_django(env: dict) -> None:
 
 
 def seed(count: int):
-    """An event with two DNP members (references from two of t1's faces) and `count` distinct uploads."""
+    """bench/pipeline.py's event (two DNP members, references from two of t1's faces) and `count`
+    distinct uploads."""
     import cv2
     import numpy as np
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
 
-    from faces.engines import resident_engine
-    from faces.models import Event, EventMember, SubjectReference
+    from bench.pipeline import seed_event
     from faces.rendering.codec import encode_jpeg
     from momentlens.devservices import samples
 
     base = cv2.resize(samples.group_photo(), SIZE, interpolation=cv2.INTER_CUBIC)
-    event = Event.objects.create(name="throughput")
-    for face in sorted(resident_engine().analyze(base), key=lambda f: f.box[0])[:2]:
-        user = uuid.uuid4()
-        EventMember.objects.create(event=event, user_id=user, do_not_publish=True)
-        SubjectReference.objects.create(
-            user_id=user,
-            upload_key=f"users/{user}/references/r.jpg",
-            status="ready",
-            embedding=face.embedding,
-            engine=face.engine,
-        )
+    event = seed_event(base)
     rng = np.random.default_rng(0)
     uploads = []
     for index in range(count):

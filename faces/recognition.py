@@ -43,17 +43,6 @@ def face_row(photo: Photo, found: DetectedFace, width: int, height: int) -> Face
     )
 
 
-def match_and_cluster(photo: Photo, size: tuple[int, int]) -> PhotoMatch | None:
-    """Re-match the photo's stored faces against its event's current candidates; cluster the unmatched.
-
-    `size` is the image's (width, height): the blur threshold depends on a face's size, and on how much of it
-    the image edge cuts off.
-    """
-    match = match_faces(photo, size)
-    cluster_faces(match)
-    return match
-
-
 def match_faces(photo: Photo, size: tuple[int, int]) -> PhotoMatch | None:
     """Re-match the photo's stored faces and record the result on them; None when it has no face."""
     faces = list(photo.faces.order_by("id"))

@@ -27,8 +27,9 @@ def _spellings(secret: str) -> set[str]:
     return {secret, quote(secret, safe=""), quote_plus(secret), escaped}
 
 
-def redact(text: str) -> str:
-    for secret in secrets():
+def redact(text: str, known: list[str] | None = None) -> str:
+    """`known`: secrets() already worked out, for a caller that masks many strings at once."""
+    for secret in secrets() if known is None else known:
         text = text.replace(secret, MASK)
     return text
 
@@ -38,29 +39,30 @@ class RedactSecrets(logging.Filter):
     the fields that came in `extra` (an error's text may carry a connection string)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        known = secrets()
         message = record.getMessage()
-        cleaned = redact(message)
+        cleaned = redact(message, known)
         if cleaned != message:
             record.msg, record.args = cleaned, None
         for key, value in vars(record).items():
             if key not in RECORD_ATTRIBUTES and isinstance(value, str):
-                setattr(record, key, redact(value))
+                setattr(record, key, redact(value, known))
         if record.exc_info and record.exc_info[1] is not None:
-            text = redact(logging.Formatter().formatException(record.exc_info))
+            text = redact(logging.Formatter().formatException(record.exc_info), known)
             record.exc_info, record.exc_text = None, text
         return True
 
 
 def scrub_event(event: dict, hint: dict) -> dict:
     """Sentry before_send: mask credentials anywhere in the event."""
-    return _scrub(event)
+    return _scrub(event, secrets())
 
 
-def _scrub(value):
+def _scrub(value, known: list[str]):
     if isinstance(value, str):
-        return redact(value)
+        return redact(value, known)
     if isinstance(value, dict):
-        return {key: _scrub(item) for key, item in value.items()}
+        return {key: _scrub(item, known) for key, item in value.items()}
     if isinstance(value, list):
-        return [_scrub(item) for item in value]
+        return [_scrub(item, known) for item in value]
     return value

@@ -33,11 +33,14 @@ class JobType:
 
 
 _jobs: dict[str, JobType] = {}
+# Every id field a registered job names, in log order: kept at registration, read per message.
+_id_fields: list[str] = []
 
 
 def register(name: str, *, id_field: str, on_archive: ArchiveHook | None = None) -> Callable[[Handler], Handler]:
     def decorate(handler: Handler) -> Handler:
         _jobs[name] = JobType(name, handler, id_field, on_archive)
+        _id_fields[:] = sorted({*_id_fields, id_field})
         return handler
 
     return decorate
@@ -51,8 +54,7 @@ def ids_of(payload: dict | None) -> dict:
     """The ids a message is logged by: every id field a registered job names, that it carries."""
     if not isinstance(payload, dict):
         return {}
-    fields = sorted({job.id_field for job in _jobs.values()})
-    return {field: str(payload[field])[:64] for field in fields if field in payload}
+    return {field: str(payload[field])[:64] for field in _id_fields if field in payload}
 
 
 AnyArchiveHook = Callable[[dict | None], int]

@@ -7,12 +7,19 @@ from faces.engines import resident_engine
 from faces.jobs.reference_process import reference_process
 from faces.matching import faces_to_blur
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
-from faces.recognition import detect_and_store, match_and_cluster
+from faces.recognition import cluster_faces, detect_and_store, match_faces
 from momentlens.devservices import samples
 from tests import factories
 from tests.conftest import ENGINE
 
 pytestmark = pytest.mark.usefixtures("media_storage")
+
+
+def match_and_cluster(photo, size):
+    """What the face path does after detection, the render aside: match, then cluster."""
+    match = match_faces(photo, size)
+    cluster_faces(match)
+    return match
 
 
 def stored_faces(photo) -> list[Face]:

@@ -63,13 +63,18 @@ def test_a_crash_counts_as_a_try_and_repeated_crashes_end_archived(env, tmp_path
     assert archived() == {killer: (4, "crashed_worker")}
 
 
-def test_two_workers_one_reads_the_other_waits_then_takes_over(env, tmp_path):
-    for _ in range(40):
+def reading_then_second(env, tmp_path, jobs: int):
+    """`jobs` short jobs, a first worker reading them, then a second worker started: (first, second, its log)."""
+    for _ in range(jobs):
         send(job("test_record", seconds=0.1))
-    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
-    first = spawn_worker(env, log_path=first_log)
+    first = spawn_worker(env, log_path=tmp_path / "first.log")
     wait_for(lambda: done_by(first.pid) > 0)
-    second = spawn_worker(env, log_path=second_log)
+    second_log = tmp_path / "second.log"
+    return first, spawn_worker(env, log_path=second_log), second_log
+
+
+def test_two_workers_one_reads_the_other_waits_then_takes_over(env, tmp_path):
+    first, second, second_log = reading_then_second(env, tmp_path, jobs=40)
     try:
         wait_for(lambda: "outcome=taken_by_other" in second_log.read_text())
         assert done_by(second.pid) == 0
@@ -96,12 +101,7 @@ def test_a_second_worker_on_the_same_machine_with_default_settings_waits(env, tm
 
     port = free_port()
     env = {**env, "WORKER_HEALTH_PORT": str(port)}
-    for _ in range(20):
-        send(job("test_record", seconds=0.1))
-    first_log, second_log = tmp_path / "first.log", tmp_path / "second.log"
-    first = spawn_worker(env, log_path=first_log)
-    wait_for(lambda: done_by(first.pid) > 0)
-    second = spawn_worker(env, log_path=second_log)
+    first, second, second_log = reading_then_second(env, tmp_path, jobs=20)
     try:
         wait_for(lambda: "outcome=taken_by_other" in second_log.read_text())
         text = second_log.read_text()
