@@ -28,8 +28,10 @@ APPLICATION_NAME = "momentlens-worker"
 class DatabaseLost(Exception):
     """The loop's connection is gone (killed backend, server restart)."""
 
-    # The try it cut short, if any: its log fields and how long it ran (the db_lost line names it).
-    in_flight: dict = {}
+    def __init__(self, message: str):
+        super().__init__(message)
+        # The try it cut short, if any: its log fields and how long it ran (the db_lost line names it).
+        self.in_flight: dict = {}
 
 
 class WorkerDied(Exception):

@@ -209,7 +209,7 @@ class Worker:
     def _retry_after(self, delay_s: float, message) -> None:
         self._stop.wait(delay_s)
         if self.stopping:
-            return  # left hidden; the next worker makes it visible when it takes the lock
+            return  # left hidden: visible again when the next reader takes a slot (one slot), or after vt
         with self.session.guard(), connection.cursor() as cursor:
             # Visible again now: it is the oldest, so the next read takes it before any newer one. Unless
             # another reader read it meanwhile (the backoff outlasted vt): then it is that reader's.
