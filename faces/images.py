@@ -1,19 +1,26 @@
 """Decode uploads exactly as stored, refusing what would hurt the worker or leak a face.
 
-The kind of an upload is decided from its bytes, never from its key's suffix. Only
-stills are processed today: a multi-frame upload (animated GIF, WebP or APNG,
-multi-page TIFF) or a video container is refused with `unsupported_media`, because
-publishing it as itself, or rendering it from its first frame, would show every
-face in the frames the worker never looked at.
+The kind of an upload is decided from its bytes, never from its key's suffix
+(`media_kind`): a still (JPEG, PNG, WebP, HEIC/HEIF), an animated image (more than one
+frame) or a video container. Stills are decoded here; animated images and videos go
+through faces/media/. Where only a still will do (a reference selfie, the still path),
+a multi-frame upload is refused with `unsupported_media`: rendering it from its first
+frame would show every face in the frames the worker never looked at.
 """
 
+import contextlib
+import enum
 import io
 
 import cv2
 import numpy as np
+import pillow_heif
 from PIL import Image
 
 from jobqueue.errors import PermanentJobError
+
+# HEIC/HEIF stills (iPhones) open in Pillow like any other image; OpenCV cannot decode them.
+pillow_heif.register_heif_opener()
 
 # Larger than any camera's still (a 100 MP medium-format frame), far below a
 # decompression bomb: a 20,000 x 20,000 image would need 1.2 GB as BGR.
@@ -24,6 +31,17 @@ MAX_BYTES = 80 * 1024 * 1024
 # brands are still images (HEIF/AVIF); every other brand is a movie.
 STILL_FTYP_BRANDS = {b"heic", b"heix", b"heim", b"heis", b"mif1", b"avif"}
 MATROSKA_MAGIC = b"\x1a\x45\xdf\xa3"  # WebM and MKV
+# Multi-frame formats that are animations. Other multi-frame files (TIFF pages, MPO's
+# depth and preview pictures, HEIF collections) have no timing to keep: unsupported media.
+ANIMATION_FORMATS = {"GIF", "WEBP", "PNG"}
+
+
+class MediaKind(enum.StrEnum):
+    """`photos.media_type`."""
+
+    IMAGE = "image"
+    ANIMATED = "animated"
+    VIDEO = "video"
 
 
 class UndecodableImage(PermanentJobError):
@@ -45,41 +63,78 @@ def decode_upload(data: bytes) -> np.ndarray:
     width, height = image_size(data)
     if width * height > MAX_PIXELS:
         raise ImageTooLarge(f"{width}x{height} is {width * height} pixels, limit {MAX_PIXELS}")
-    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
+    if _is_heif(data):
+        image = _decode_with_pillow(data)
+    else:
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
     if image is None or image.shape[:2] != (height, width):
         raise UndecodableImage(f"the {width}x{height} image header promises pixels that do not decode")
     return image
+
+
+def media_kind(data: bytes) -> MediaKind:
+    """What the bytes are, whatever the key says; UndecodableImage when they are none of them."""
+    if not data:
+        raise UndecodableImage("zero bytes")
+    if video_container(data):
+        return MediaKind.VIDEO
+    with _header(data) as header:
+        if not is_multi_frame(header):
+            return MediaKind.IMAGE
+        if header.format not in ANIMATION_FORMATS:
+            raise UnsupportedMedia(f"a {header.format} with more than one frame (pages, not an animation)")
+        return MediaKind.ANIMATED
 
 
 def image_size(data: bytes) -> tuple[int, int]:
     """Width and height of a single-frame still, from its header, before any pixel is decoded."""
     if not data:
         raise UndecodableImage("zero bytes")
-    refuse_video(data)
-    try:
-        with Image.open(io.BytesIO(data)) as header:
-            width, height = header.size
-            animated = is_multi_frame(header)
-    except Image.DecompressionBombError as error:
-        raise ImageTooLarge(str(error)) from None
-    except Exception as error:  # Pillow raises many types for bad headers
-        raise UndecodableImage(f"not an image: {type(error).__name__}: {error}") from None
-    if animated:
-        raise UnsupportedMedia(f"a {header.format} with more than one frame: only single-frame stills are processed")
+    container = video_container(data)
+    if container:
+        raise UnsupportedMedia(f"a video container ({container}), where only a still will do")
+    with _header(data) as header:
+        width, height = header.size
+        if is_multi_frame(header):
+            raise UnsupportedMedia(f"a {header.format} with more than one frame, where only a still will do")
     if width <= 0 or height <= 0:
         raise UndecodableImage(f"image of size {width}x{height}")
     return width, height
 
 
-def refuse_video(data: bytes) -> None:
-    """A video container, whatever its key says, is unsupported media rather than a broken image."""
+@contextlib.contextmanager
+def _header(data: bytes):
+    try:
+        header = Image.open(io.BytesIO(data))
+    except Image.DecompressionBombError as error:
+        raise ImageTooLarge(str(error)) from None
+    except Exception as error:  # Pillow raises many types for bad headers
+        raise UndecodableImage(f"not an image: {type(error).__name__}: {error}") from None
+    with header:
+        yield header
+
+
+def video_container(data: bytes) -> str | None:
+    """The container's name when the bytes are a video container (whatever the key says), else None."""
     if data[4:8] == b"ftyp" and data[8:12] not in STILL_FTYP_BRANDS:
-        brand = data[8:12].decode("latin-1").strip()
-        raise UnsupportedMedia(f"a video container (ISO media, brand {brand!r}): videos are not processed")
+        return f"ISO media, brand {data[8:12].decode('latin-1').strip()!r}"
     if data.startswith(MATROSKA_MAGIC):
-        raise UnsupportedMedia("a video container (WebM/Matroska): videos are not processed")
+        return "WebM/Matroska"
     if data.startswith(b"RIFF") and data[8:12] == b"AVI ":
-        raise UnsupportedMedia("a video container (AVI): videos are not processed")
+        return "AVI"
+    return None
+
+
+def _is_heif(data: bytes) -> bool:
+    return data[4:8] == b"ftyp" and data[8:12] in STILL_FTYP_BRANDS
+
+
+def _decode_with_pillow(data: bytes) -> np.ndarray | None:
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            return cv2.cvtColor(np.asarray(image.convert("RGB")), cv2.COLOR_RGB2BGR)
+    except Exception:  # a HEIF whose header reads but whose pixels do not
+        return None
 
 
 def is_multi_frame(header: Image.Image) -> bool:

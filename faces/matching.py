@@ -73,11 +73,13 @@ class PhotoMatch:
 
     @classmethod
     def for_faces(cls, faces: list[Face], event_id, engine: str, size: tuple[int, int] | None) -> "PhotoMatch":
-        """`size`: the image's (width, height); None when unknown (every face counts as small and unsure)."""
+        """`size`: the image's (width, height); None when unknown (every face counts as small and unsure).
+        A clip's faces (with a track) are matched track by track."""
         candidates = Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
         geometry = [face_geometry(face, size) for face in faces]
-        return cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), geometry)
+        match = cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), geometry)
+        return match.by_track() if faces and faces[0].track is not None else match
 
     @classmethod
     def of(cls, faces, candidates, similarity, limits: thresholds.Thresholds, geometry: list) -> "PhotoMatch":
@@ -85,6 +87,23 @@ class PhotoMatch:
         blur_at = np.array([_or_nan(limits.blur_for(width)) for width, _ in geometry], dtype=np.float32)
         unsure = np.array([hidden >= UNSURE_HIDDEN_SHARE for _, hidden in geometry], dtype=bool)
         return cls(faces, candidates, similarity, limits, blur_at, unsure)
+
+    def by_track(self) -> "PhotoMatch":
+        """One identity per track (a clip's faces linked across frames, faces/media/tracks.py).
+
+        A track is a bag of embeddings: each face takes its track's best similarity to each
+        candidate, never that of an averaged vector, and the lowest blur threshold of its faces.
+        It is unsure only when every face of it is: one face cut by the edge as the guest walks
+        in says nothing against the track's whole faces.
+        """
+        tracks = np.array([face.track for face in self.faces])
+        similarity, blur_at, unsure = self.similarity.copy(), self.blur_at.copy(), self.unsure.copy()
+        for track in np.unique(tracks):
+            rows = tracks == track
+            similarity[rows] = similarity[rows].max(axis=0)
+            blur_at[rows] = blur_at[rows].min()  # NaN (not measured) stays NaN: fail closed
+            unsure[rows] = unsure[rows].all()
+        return PhotoMatch(self.faces, self.candidates, similarity, self.limits, blur_at, unsure)
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         """Per face: (matched user or None, best similarity or None when there is no candidate)."""

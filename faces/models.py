@@ -104,6 +104,8 @@ class Photo(models.Model):
     upload_thumb_key = models.TextField()
     width = models.IntegerField(null=True)
     height = models.IntegerField(null=True)
+    media_type = models.TextField(null=True)  # faces.images.MediaKind
+    duration_ms = models.IntegerField(null=True)
     blur_regions = models.JSONField(default=list)
     variant_version = models.IntegerField(default=0)
     public_key = models.TextField(null=True)
@@ -182,6 +184,8 @@ class Face(models.Model):
     det_score = models.FloatField()
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
     engine = models.TextField()
+    frame_time = models.FloatField(null=True)  # seconds from the clip's first frame; None for stills
+    track = models.IntegerField(null=True)  # the clip's faces linked across frames; None for stills
     matched_user_id = models.UUIDField(null=True)
     similarity = models.FloatField(null=True)
     unknown_cluster = models.ForeignKey(UnknownCluster, on_delete=models.SET_NULL, null=True, related_name="faces")

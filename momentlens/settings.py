@@ -102,3 +102,12 @@ WORKER_SWEEP_RETRY_S = float(os.environ.get("WORKER_SWEEP_RETRY_S", "60"))
 WORKER_FULL_SWEEP_S = float(os.environ.get("WORKER_FULL_SWEEP_S", "21600"))
 # onnxruntime execution providers for the InsightFace engine, in preference order.
 ORT_PROVIDERS = os.environ.get("ORT_PROVIDERS", "CPUExecutionProvider").split(",")
+
+# Animated images and videos (docs/ARCHITECTURE.md §11): beyond any of these limits the
+# message is archived on its first try (`media_too_large`) and the photo stays unpublished.
+MEDIA_MAX_FRAMES = int(os.environ.get("MEDIA_MAX_FRAMES", "1800"))
+MEDIA_MAX_DURATION_S = float(os.environ.get("MEDIA_MAX_DURATION_S", "60"))
+MEDIA_MAX_FRAME_PIXELS = int(os.environ.get("MEDIA_MAX_FRAME_PIXELS", str(3840 * 2160)))
+# An animated image is held in memory whole (the WebP encoder takes every frame at once):
+# all its frames together, in pixels.
+MEDIA_MAX_ANIMATION_PIXELS = int(os.environ.get("MEDIA_MAX_ANIMATION_PIXELS", "100000000"))

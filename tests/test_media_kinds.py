@@ -1,7 +1,7 @@
-"""Uploads that are not single-frame stills fail closed: archived on the first try as unsupported_media.
+"""The kind of an upload is read from its bytes, never from its key (every upload here sits under a .jpg key).
 
-A multi-frame upload is never published as itself nor rendered from one frame, and the
-kind is read from the bytes, never from the key (every upload here sits under a .jpg key).
+Animated images and videos are rendered frame by frame, never published as themselves; what has
+several frames but is no animation (TIFF pages) and a clip used as a reference selfie fail closed.
 """
 
 import cv2
@@ -20,42 +20,57 @@ def small(group):
     return cv2.resize(group, (640, 443), interpolation=cv2.INTER_AREA)
 
 
-def archived_as_unsupported(msg_id: int, photo: Photo) -> None:
-    assert archived()[msg_id] == (1, "unsupported_media"), "archived on its first try"
-    assert queue_rows() == []
+def rendered_not_itself(photo: Photo, media_type: str, ext: str) -> None:
+    assert queue_rows() == [] and archived() == {}
     photo.refresh_from_db()
-    assert photo.processed_at is None
-    assert photo.public_key is None, "never published as itself"
-    assert photo.variant_version == 0, "never rendered"
+    assert photo.processed_at is not None
+    assert photo.media_type == media_type
+    assert photo.public_key != photo.upload_key, "never published as itself"
+    assert photo.public_key.endswith(f"/v1/public.{ext}")
+    assert photo.public_thumb_key.endswith("/v1/public_thumb.jpg")
+    assert photo.faces.exists() and not photo.faces.filter(frame_time=None).exists()
 
 
-def test_an_animation_whose_later_frames_show_a_dnp_guest_is_never_published(group, group_faces, test_thresholds):
+def test_an_animation_whose_later_frames_show_a_dnp_guest_gets_a_file_of_its_own(group, group_faces, test_thresholds):
     """The reviewer's case: frame 0 has no face, the DNP guest (ready reference) shows up after it."""
     event = factories.event()
     user = factories.member(event, dnp=True)
     factories.ready_reference(user, group_faces[0].embedding, group_faces[0].engine)
     photo = factories.photo(event, data=animation(faceless_then(small(group)), "WEBP"))
-    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
+    send({"job": "face_process", "photo_id": str(photo.id)})
     run_worker_drain()
-    archived_as_unsupported(msg_id, photo)
+    rendered_not_itself(photo, "animated", "webp")
+    assert [variant.user_id for variant in photo.variants.all()] == [user]
+    assert photo.faces.filter(matched_user_id=user, frame_time__gt=0).exists()
 
 
 @pytest.mark.parametrize("kind", ["GIF", "WEBP", "PNG"])
 @pytest.mark.parametrize("job", ["face_process", "thumbnail_dims"])
-def test_animated_uploads_are_unsupported_in_every_photo_job(group, test_thresholds, kind, job):
+def test_animated_uploads_are_rendered_in_every_photo_job(group, test_thresholds, kind, job):
     """thumbnail_dims too: with no DNP member and no region it would point the public keys at the upload."""
     photo = factories.photo(factories.event(), data=animation(faceless_then(small(group)), kind))
-    msg_id = send({"job": job, "photo_id": str(photo.id)})
+    send({"job": job, "photo_id": str(photo.id)})
     run_worker_drain()
-    archived_as_unsupported(msg_id, photo)
+    rendered_not_itself(photo, "animated", "webp")
 
 
 @pytest.mark.parametrize("suffix", [".mp4", ".mov", ".webm", ".avi"])
-def test_video_containers_are_unsupported_media_not_undecodable_images(group, test_thresholds, suffix):
+def test_video_containers_are_videos_whatever_their_key(group, test_thresholds, suffix):
     photo = factories.photo(factories.event(), data=video(faceless_then(small(group)), suffix))
-    msg_id = send({"job": "thumbnail_dims", "photo_id": str(photo.id)})
+    send({"job": "thumbnail_dims", "photo_id": str(photo.id)})
     run_worker_drain()
-    archived_as_unsupported(msg_id, photo)
+    rendered_not_itself(photo, "video", "mp4")
+    assert photo.duration_ms == 400, "4 frames at 10 fps"
+
+
+def test_pages_are_not_an_animation(group, test_thresholds):
+    """A multi-page TIFF has no timing to keep: unsupported, archived on its first try, never published."""
+    photo = factories.photo(factories.event(), data=animation([small(group)] * 2, "TIFF"))
+    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    assert archived()[msg_id] == (1, "unsupported_media")
+    photo.refresh_from_db()
+    assert photo.processed_at is None and photo.public_key is None
 
 
 @pytest.mark.parametrize("kind", ["PNG", "WEBP"])

@@ -31,9 +31,10 @@ class FaceEngine(ABC):
 
     name: str
 
-    def analyze(self, image: np.ndarray, *, small_faces: bool = True) -> list[DetectedFace]:
-        """Every face in `image`; without `small_faces` only the overview pass runs (a selfie)."""
-        detections = self.detect(image, small_faces=small_faces)
+    def analyze(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[DetectedFace]:
+        """Every face in `image`; without `small_faces` only the overview pass runs (a selfie); a
+        `video_frame` is searched from its own size down (faces/engines/pyramid.py, VIDEO_FRAME_PLAN)."""
+        detections = self.detect(image, small_faces=small_faces, video_frame=video_frame)
         embeddings = self.embed_many(image, detections)
         return [
             DetectedFace(d.box, d.landmarks, d.score, embedding, self.name)
@@ -41,7 +42,7 @@ class FaceEngine(ABC):
         ]
 
     @abstractmethod
-    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Detection]:
+    def detect(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[Detection]:
         """Every face, large and small, in pixels of `image`; without `small_faces` only the large ones."""
 
     @abstractmethod

@@ -14,7 +14,7 @@ import numpy as np
 
 from faces.engines.base import Detection, FaceEngine, ModelsMissing, to_unit_512
 from faces.engines.packs import ModelFileRejected, ModelPack
-from faces.engines.pyramid import PyramidDetector
+from faces.engines.pyramid import VIDEO_FRAME_PLAN, PyramidDetector
 
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
@@ -51,6 +51,7 @@ class InsightFaceEngine(FaceEngine):
         self._detector = self._scrfd(detector_file, pack.name)
         fine = self._scrfd(small_detector_file, pack.small_faces_from.name) if small_detector_file else self._detector
         self._pyramid = PyramidDetector(fine, overview_scrfd=self._detector)
+        self._frame_pyramid = PyramidDetector(fine, VIDEO_FRAME_PLAN, overview_scrfd=self._detector)
         self._recognizer = ArcFaceONNX(model_file=recognizer_file, session=_session(recognizer_file, *self._options))
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
@@ -67,8 +68,9 @@ class InsightFaceEngine(FaceEngine):
             raise ModelFileRejected(f"{model_file} is not a SCRFD detector with landmarks: use {pack_name}'s file")
         return detector
 
-    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Detection]:
-        found = self._pyramid.detect(image, small_faces=small_faces)
+    def detect(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[Detection]:
+        pyramid = self._frame_pyramid if video_frame else self._pyramid
+        found = pyramid.detect(image, small_faces=small_faces)
         return [Detection(box.astype(np.float32), points.astype(np.float32), score) for box, points, score in found]
 
     def embed_many(self, image: np.ndarray, detections: list[Detection]) -> np.ndarray:

@@ -2,10 +2,11 @@
 
 import logging
 
-import numpy as np
 from django.db import transaction
 
-from faces.images import decode_upload, image_size
+from faces.images import MediaKind, decode_upload, image_size, media_kind
+from faces.matching import PhotoMatch
+from faces.media.path import detect_and_store_clip, open_clip, render_clip_and_publish
 from faces.models import Event, EventMember, Photo
 from faces.recognition import cluster_faces, detect_and_store, match_faces
 from faces.rendering.files import publish_upload, render_and_publish
@@ -33,6 +34,9 @@ def thumbnail_dims(payload: dict) -> dict:
         # An unblurred publish could show a DNP face: fail closed, take the face path.
         return {**face_path(photo), "detail": "dnp_member_present"}
     data = read_object(photo.upload_key)
+    if media_kind(data) is not MediaKind.IMAGE:
+        # Never published as itself: a clip is always rendered, frame by frame, from its faces.
+        return {**face_path(photo, data), "detail": "multi_frame"}
     if photo.blur_regions:
         files = render_and_publish(photo, decode_upload(data), None)
     else:
@@ -78,20 +82,35 @@ def reprocess_event(payload: dict) -> dict:
     return {"enqueued": sent, "already_waiting": len(photo_ids) - sent}
 
 
-def face_path(photo: Photo) -> dict:
-    """Detect (unless faces are already stored), match, render, publish, cluster.
+def face_path(photo: Photo, data: bytes | None = None) -> dict:
+    """Detect (unless faces are already stored), match, render, publish, cluster; a still or a clip
+    (an animated image or a video: faces/media/), decided from the upload's bytes.
 
     Clustering comes last: it holds its event's lock until the commit (docs/ARCHITECTURE.md §6), and
     nothing before it depends on the clusters.
     """
-    image = read_image(photo)
-    if photo.faces_detected_at is None:
-        detect_and_store(photo, image)
-    match = match_faces(photo, (image.shape[1], image.shape[0]))
-    files = render_and_publish(photo, image, match)
+    data = read_object(photo.upload_key) if data is None else data
+    kind = media_kind(data)
+    files, match = still_path(photo, data) if kind is MediaKind.IMAGE else clip_path(photo, data, kind)
     cluster_faces(match)
     _sweep_after_commit(photo)
     return {"faces": len(match.faces) if match else 0, "files": files}
+
+
+def still_path(photo: Photo, data: bytes) -> tuple[int, PhotoMatch | None]:
+    image = decode_upload(data)
+    if photo.faces_detected_at is None:
+        detect_and_store(photo, image)
+    match = match_faces(photo, (image.shape[1], image.shape[0]))
+    return render_and_publish(photo, image, match), match
+
+
+def clip_path(photo: Photo, data: bytes, kind: MediaKind) -> tuple[int, PhotoMatch | None]:
+    clip = open_clip(data, kind)
+    if photo.faces_detected_at is None:
+        detect_and_store_clip(photo, clip, data)
+    match = match_faces(photo, (clip.width, clip.height))
+    return render_clip_and_publish(photo, clip, match), match
 
 
 def locked_photo(photo_id) -> Photo:
@@ -99,11 +118,6 @@ def locked_photo(photo_id) -> Photo:
     if photo is None:
         raise RowGone(f"photo {photo_id} does not exist")
     return photo
-
-
-def read_image(photo: Photo) -> np.ndarray:
-    """The upload, decoded once per job, as stored."""
-    return decode_upload(read_object(photo.upload_key))
 
 
 def has_active_dnp_member(event_id) -> bool:

@@ -8,6 +8,7 @@ commit (faces/rendering/sweep.py).
 """
 
 import uuid
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -16,8 +17,9 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
+from faces.images import MediaKind
 from faces.matching import PhotoMatch
-from faces.models import Photo, PhotoVariant
+from faces.models import Face, Photo, PhotoVariant
 from faces.rendering import keys
 from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box, region_box
 from faces.rendering.codec import encode_jpeg, thumbnail
@@ -32,39 +34,41 @@ _uploads = ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="up
 @dataclass(frozen=True)
 class PlannedFile:
     viewer: uuid.UUID | None  # None: the public file
-    face_boxes: list[tuple[int, int, int, int]]  # expanded, in pixels
+    faces: list[Face]  # the faces this file blurs
 
 
-def plan_files(photo: Photo, width: int, height: int, match: PhotoMatch | None) -> list[PlannedFile]:
-    """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred."""
+def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) -> list[PlannedFile]:
+    """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred
+    (unless `always`: a multi-frame upload is never published as itself)."""
     if match is None:
         viewers, decisions = [None], {None: []}
     else:
         viewers = [None, *match.own_file_users()]
         decisions = {viewer: match.blurred(viewer) for viewer in viewers}
-    if not photo.blur_regions and not any(decisions[None]):
+    if not always and not photo.blur_regions and not any(decisions[None]):
         return []
     faces = match.faces if match else []
     return [
-        PlannedFile(
-            viewer,
-            [
-                expanded_face_box((f.box_x, f.box_y, f.box_w, f.box_h), width, height)
-                for f, blurred in zip(faces, decisions[viewer], strict=True)
-                if blurred
-            ],
-        )
+        PlannedFile(viewer, [face for face, blurred in zip(faces, decisions[viewer], strict=True) if blurred])
         for viewer in viewers
     ]
 
 
 def render_and_publish(photo: Photo, image: np.ndarray, match: PhotoMatch | None) -> int:
-    """Render, upload and point the rows at the new version; returns how many files were written."""
+    """Render a still's files, upload them and point the rows at the new version; returns how many were written."""
     height, width = image.shape[:2]
-    planned = plan_files(photo, width, height, match)
+    planned = plan_files(photo, match)
     start_version(photo, width, height)
     regions = [region_box(region, width, height) for region in photo.blur_regions]
-    uploaded = [_upload(photo, _render(image, file.face_boxes, regions), file.viewer) for file in planned]
+    encoded = (_encode_still(_render(image, _face_boxes(file, width, height), regions)) for file in planned)
+    return publish_files(photo, planned, encoded, "jpg")
+
+
+def publish_files(photo: Photo, planned: list[PlannedFile], encoded: Iterable[tuple[bytes, bytes]], ext: str) -> int:
+    """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`), then point the rows at
+    them and publish. The uploads run in the pool while the next file is encoded."""
+    pairs = zip(planned, encoded, strict=True)
+    uploaded = [_upload(photo, file.viewer, data, thumb, ext) for file, (data, thumb) in pairs]
     _wait_for_all(uploaded)
     for viewer, (key, thumb_key, _) in zip([file.viewer for file in planned], uploaded, strict=True):
         _point_at(photo, viewer, key, thumb_key)
@@ -83,10 +87,13 @@ def publish_upload(photo: Photo, width: int, height: int) -> None:
     publish(photo)
 
 
-def start_version(photo: Photo, width: int, height: int) -> None:
+def start_version(
+    photo: Photo, width: int, height: int, media_type: str = MediaKind.IMAGE, duration_ms: int | None = None
+) -> None:
     photo.variant_version += 1
     photo.width, photo.height = width, height
-    photo.save(update_fields=["variant_version", "width", "height"])
+    photo.media_type, photo.duration_ms = media_type, duration_ms
+    photo.save(update_fields=["variant_version", "width", "height", "media_type", "duration_ms"])
 
 
 def publish(photo: Photo) -> None:
@@ -105,6 +112,14 @@ def _drop_stale_variants(photo: Photo, viewers: list[uuid.UUID]) -> None:
     PhotoVariant.objects.filter(photo=photo).exclude(user_id__in=viewers).delete()
 
 
+def _face_boxes(file: PlannedFile, width: int, height: int) -> list[tuple[int, int, int, int]]:
+    return [expanded_face_box((f.box_x, f.box_y, f.box_w, f.box_h), width, height) for f in file.faces]
+
+
+def _encode_still(rendered: np.ndarray) -> tuple[bytes, bytes]:
+    return encode_jpeg(rendered), encode_jpeg(thumbnail(rendered))
+
+
 def _render(image: np.ndarray, face_boxes: list, regions: list) -> np.ndarray:
     out = image.copy()
     for box in face_boxes:
@@ -114,17 +129,13 @@ def _render(image: np.ndarray, face_boxes: list, regions: list) -> np.ndarray:
     return out
 
 
-def _upload(photo: Photo, rendered: np.ndarray, viewer: uuid.UUID | None) -> tuple[str, str, list]:
-    """Encodes here and uploads in the pool; returns the keys and the two uploads' futures."""
+def _upload(photo: Photo, viewer: uuid.UUID | None, data: bytes, thumb: bytes, ext: str) -> tuple[str, str, list]:
+    """Starts the two uploads in the pool; returns the keys and their futures."""
     if viewer is None:
-        key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version)
+        key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version, ext)
     else:
-        key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, viewer)
-    futures = [
-        _uploads.submit(put, key, encode_jpeg(rendered)),
-        _uploads.submit(put, thumb_key, encode_jpeg(thumbnail(rendered))),
-    ]
-    return key, thumb_key, futures
+        key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, viewer, ext)
+    return key, thumb_key, [_uploads.submit(put, key, data), _uploads.submit(put, thumb_key, thumb)]
 
 
 def _wait_for_all(uploaded: list) -> None:

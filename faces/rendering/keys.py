@@ -14,14 +14,15 @@ def photo_prefix(event_id, photo_id) -> str:
     return f"events/{event_id}/photos/{photo_id}/"
 
 
-def public_keys(event_id, photo_id, version: int) -> tuple[str, str]:
+def public_keys(event_id, photo_id, version: int, ext: str = "jpg") -> tuple[str, str]:
+    """The file (`ext`: jpg, webp for an animated image, mp4 for a video) and its thumbnail, always a JPEG."""
     base = f"{photo_prefix(event_id, photo_id)}v{version}/public"
-    return f"{base}.jpg", f"{base}_thumb.jpg"
+    return f"{base}.{ext}", f"{base}_thumb.jpg"
 
 
-def user_keys(event_id, photo_id, version: int, user_id) -> tuple[str, str]:
+def user_keys(event_id, photo_id, version: int, user_id, ext: str = "jpg") -> tuple[str, str]:
     base = f"{photo_prefix(event_id, photo_id)}v{version}/user_{user_id}"
-    return f"{base}.jpg", f"{base}_thumb.jpg"
+    return f"{base}.{ext}", f"{base}_thumb.jpg"
 
 
 def derived_version(key: str) -> int | None:

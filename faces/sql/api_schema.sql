@@ -44,6 +44,8 @@ CREATE TABLE photos (
     upload_thumb_key   text NOT NULL,
     width              integer,
     height             integer,
+    media_type         text CHECK (media_type IN ('image', 'animated', 'video')),  -- written by the worker
+    duration_ms        integer,                     -- animated images and videos
     blur_regions       jsonb NOT NULL DEFAULT '[]',  -- [{"x","y","w","h"}] fractions
     variant_version    integer NOT NULL DEFAULT 0,
     public_key         text,
@@ -87,6 +89,8 @@ CREATE TABLE faces (
     det_score           real NOT NULL,
     embedding           vector(512) NOT NULL,
     engine              text NOT NULL,
+    frame_time          double precision,           -- seconds from the first frame; NULL for stills
+    track               integer,                    -- faces of one clip linked across frames; NULL for stills
     matched_user_id     uuid,
     similarity          real,
     unknown_cluster_id  uuid REFERENCES unknown_clusters (id) ON DELETE SET NULL,

@@ -15,6 +15,8 @@ log = logging.getLogger(__name__)
 
 SCHEMA_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "api_schema.sql"
 # What production applies by hand (docs/OPERATIONS.md): the queue's indexes, idempotent.
+# Columns added to the mirror since a dev database may have been made from it.
+MEDIA_COLUMNS_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "media_columns.sql"
 QUEUE_INDEXES_SQL = Path(__file__).resolve().parents[2] / "deploy" / "queue_indexes.sql"
 QUEUE_NAME = "jobs"
 # Serialises provisioning between processes that start at the same moment.
@@ -114,6 +116,11 @@ def provision(uri: str) -> None:
         if conn.execute("SELECT to_regclass('public.photos') IS NULL").fetchone()[0]:
             log.info("provision", extra={"step": "schema"})
             conn.execute(SCHEMA_SQL.read_text())
+        if not conn.execute(
+            "SELECT 1 FROM information_schema.columns WHERE table_name = 'faces' AND column_name = 'track'"
+        ).fetchone():
+            log.info("provision", extra={"step": "media_columns"})
+            conn.execute(MEDIA_COLUMNS_SQL.read_text())
         if not conn.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [QUEUE_NAME]).fetchone():
             log.info("provision", extra={"step": "queue", "queue": QUEUE_NAME})
             conn.execute("SELECT pgmq.create(%s)", [QUEUE_NAME])

@@ -1,0 +1,89 @@
+"""Animated GIF, WebP and APNG in; animated WebP out, with each frame's duration and the loop count.
+
+Pillow decodes (it composes each frame onto the canvas, so every frame is whole) and writes
+WebP through libwebp's animation encoder, which takes every frame at once: the whole
+animation is held in memory, bounded by MEDIA_MAX_ANIMATION_PIXELS.
+"""
+
+import io
+from collections.abc import Iterator
+
+import cv2
+import numpy as np
+from PIL import Image
+
+from faces.images import MediaKind
+from faces.media import limits
+from faces.media.clip import Clip, Painter, RenderedFile, poster
+
+WEBP_QUALITY = 85
+
+
+class AnimatedImage(Clip):
+    kind = MediaKind.ANIMATED
+    extension = "webp"
+    every_frame = True
+
+    def __init__(self, data: bytes):
+        self._data = data
+        with Image.open(io.BytesIO(data)) as image:
+            self.width, self.height = image.size
+            count = image.n_frames
+            limits.check(frames=count, duration_s=0, width=self.width, height=self.height, held_in_memory=True)
+            self.durations_ms = [_duration(image, index) for index in range(count)]
+            # A GIF without a loop extension plays once; WebP and APNG say 0 (forever) when they loop.
+            self.loop = int(image.info.get("loop", 1 if image.format == "GIF" else 0))
+        self.duration_ms = sum(self.durations_ms)
+        limits.check(frames=count, duration_s=self.duration_ms / 1000, width=self.width, height=self.height)
+        starts = np.cumsum([0, *self.durations_ms[:-1]])
+        self.frame_times = [float(start) / 1000 for start in starts]
+
+    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
+            yield time, cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+
+    def render(self, painters: list[Painter]) -> list[RenderedFile]:
+        # One output at a time: the source frames are decoded again for each, so memory holds
+        # one rendered animation, not N+1 of them.
+        return [self._render_one(painter) for painter in painters]
+
+    def _render_one(self, painter: Painter) -> RenderedFile:
+        out, first, previous = [], None, None
+        for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
+            bgr = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+            painter(time, bgr)
+            first = bgr if first is None else first
+            painted = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGBA)
+            painted[..., 3] = rgba[..., 3]
+            if previous is not None and np.array_equal(painted, previous):
+                # libwebp folds a frame identical to the one before into that frame's duration; one
+                # unit of one pixel's alpha keeps the upload's frame count (and frame N is frame N).
+                painted[0, 0, 3] ^= 1
+            previous = painted
+            out.append(Image.fromarray(painted, "RGBA"))
+        buffer = io.BytesIO()
+        # No metadata is copied: the frames are new images; exif/xmp empty say so explicitly.
+        out[0].save(
+            buffer,
+            "WEBP",
+            save_all=True,
+            append_images=out[1:],
+            duration=self.durations_ms,
+            loop=self.loop,
+            quality=WEBP_QUALITY,
+            exif=b"",
+            xmp=b"",
+        )
+        return RenderedFile(buffer.getvalue(), poster(first))
+
+    def _rgba_frames(self) -> Iterator[np.ndarray]:
+        with Image.open(io.BytesIO(self._data)) as image:
+            for index in range(len(self.durations_ms)):
+                image.seek(index)
+                yield np.asarray(image.convert("RGBA"))
+
+
+def _duration(image: Image.Image, index: int) -> int:
+    image.seek(index)
+    image.load()  # WebP reads a frame's duration when it decodes it
+    return int(image.info.get("duration", 0) or 0)

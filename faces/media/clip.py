@@ -1,0 +1,46 @@
+"""What the media path needs of an animated image or a video: its frames, twice, and files rendered from them."""
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from faces.images import MediaKind
+from faces.rendering.codec import encode_jpeg, thumbnail
+
+# Paints one output's blur onto a frame shown at `time` seconds (BGR, in place).
+Painter = Callable[[float, np.ndarray], None]
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    data: bytes
+    poster: bytes  # the JPEG thumbnail, cut from the file's own first frame
+
+
+class Clip(ABC):
+    """Frames with their times (seconds from the first frame), decoded on demand: never all at once
+    for a video. `frame_times` is known before any pixel is decoded, so the detection schedule and
+    every track's reach in time (faces/media/tracks.py) are too."""
+
+    kind: MediaKind
+    extension: str
+    # An animated image is detected on every frame; a video on a cadence (faces/media/tracks.py).
+    every_frame: bool
+    width: int
+    height: int
+    frame_times: list[float]
+    duration_ms: int
+
+    @abstractmethod
+    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        """(time, BGR pixels) of every frame, in order."""
+
+    @abstractmethod
+    def render(self, painters: list[Painter]) -> list[RenderedFile]:
+        """One file per painter, each from every frame with that painter's blur."""
+
+
+def poster(frame: np.ndarray) -> bytes:
+    return encode_jpeg(thumbnail(frame))
