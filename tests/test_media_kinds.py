@@ -7,7 +7,8 @@ several frames but is no animation (TIFF pages) and a clip used as a reference s
 import cv2
 import pytest
 
-from faces.models import Photo
+from faces.engines.base import FaceEngine
+from faces.models import EventMember, Photo
 from tests import factories
 from tests.media_samples import animation, faceless_then, video
 from tests.publishing_helpers import run_worker_drain
@@ -21,14 +22,16 @@ def small(group):
 
 
 def rendered_not_itself(photo: Photo, media_type: str, ext: str) -> None:
-    assert queue_rows() == [] and archived() == {}
+    assert queue_rows() == []
+    assert archived() == {}
     photo.refresh_from_db()
     assert photo.processed_at is not None
     assert photo.media_type == media_type
     assert photo.public_key != photo.upload_key, "never published as itself"
     assert photo.public_key.endswith(f"/v1/public.{ext}")
     assert photo.public_thumb_key.endswith("/v1/public_thumb.jpg")
-    assert photo.faces.exists() and not photo.faces.filter(frame_time=None).exists()
+    assert photo.faces.exists()
+    assert not photo.faces.filter(frame_time=None).exists()
 
 
 def test_an_animation_whose_later_frames_show_a_dnp_guest_gets_a_file_of_its_own(group, group_faces, test_thresholds):
@@ -70,7 +73,8 @@ def test_pages_are_not_an_animation(group, test_thresholds):
     run_worker_drain()
     assert archived()[msg_id] == (1, "unsupported_media")
     photo.refresh_from_db()
-    assert photo.processed_at is None and photo.public_key is None
+    assert photo.processed_at is None
+    assert photo.public_key is None
 
 
 @pytest.mark.parametrize("kind", ["PNG", "WEBP"])
@@ -91,3 +95,46 @@ def test_an_animated_reference_is_failed_not_left_pending(group):
     assert archived()[msg_id] == (1, "unsupported_media")
     reference.refresh_from_db()
     assert reference.status == "failed"
+
+
+@pytest.mark.parametrize("cut", [0.5, 0.9])
+def test_a_video_that_breaks_off_is_undecodable_media_on_its_first_try(group, test_thresholds, cut):
+    """Its index promises frames the file no longer holds: never retried, never published."""
+    data = video([small(group)] * 12, ".mp4")
+    photo = factories.photo(factories.event(), data=data[: int(len(data) * cut)])
+    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    assert archived()[msg_id] == (1, "undecodable_media")
+    photo.refresh_from_db()
+    assert photo.processed_at is None
+    assert photo.public_key is None
+
+
+def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting(
+    group, group_faces, test_thresholds, monkeypatch
+):
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    factories.ready_reference(user, group_faces[0].embedding, group_faces[0].engine)
+    photo = factories.photo(event, data=animation(faceless_then(small(group)), "WEBP"))
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    faces_before = sorted(photo.faces.values_list("id", "frame_time", "track"))
+    detected_at = photo.faces_detected_at
+
+    def no_detection(*args, **kwargs):
+        raise AssertionError("reprocess detected")
+
+    monkeypatch.setattr(FaceEngine, "analyze", no_detection)
+    EventMember.objects.filter(event=event, user_id=user).update(status="left")
+    send({"job": "reprocess", "photo_id": str(photo.id)})
+    run_worker_drain()
+
+    photo.refresh_from_db()
+    assert archived() == {}
+    assert photo.variant_version == 2
+    assert photo.faces_detected_at == detected_at
+    assert sorted(photo.faces.values_list("id", "frame_time", "track")) == faces_before
+    assert photo.public_key.endswith("/v2/public.webp"), "still rendered, never the upload itself"
+    assert not photo.variants.exists(), "the member left: no file of their own"

@@ -39,7 +39,17 @@ TABLE_GRANTS = {
     "public.subject_references": ({"SELECT"}, {"status", "embedding", "engine", "box", "processed_at"}),
     "public.photos": (
         {"SELECT"},
-        {"variant_version", "width", "height", "public_key", "public_thumb_key", "faces_detected_at", "processed_at"},
+        {
+            "variant_version",
+            "width",
+            "height",
+            "media_type",
+            "duration_ms",
+            "public_key",
+            "public_thumb_key",
+            "faces_detected_at",
+            "processed_at",
+        },
     ),
     "public.photo_variants": ({"SELECT", "INSERT", "UPDATE", "DELETE"}, set()),
     "public.faces": ({"SELECT", "INSERT", "UPDATE"}, set()),

@@ -35,6 +35,7 @@ class AnimatedImage(Clip):
             self.loop = int(image.info.get("loop", 1 if image.format == "GIF" else 0))
         self.duration_ms = sum(self.durations_ms)
         limits.check(frames=count, duration_s=self.duration_ms / 1000, width=self.width, height=self.height)
+        self.frame_count = count
         starts = np.cumsum([0, *self.durations_ms[:-1]])
         self.frame_times = [float(start) / 1000 for start in starts]
 

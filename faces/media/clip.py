@@ -20,9 +20,9 @@ class RenderedFile:
 
 
 class Clip(ABC):
-    """Frames with their times (seconds from the first frame), decoded on demand: never all at once
-    for a video. `frame_times` is known before any pixel is decoded, so the detection schedule and
-    every track's reach in time (faces/media/tracks.py) are too."""
+    """Frames with their times (seconds from the first frame), decoded on demand (never all at once
+    for a video), the same frames with the same times on every pass. Size, frame count and duration
+    are read, and the limits checked, before any frame is decoded."""
 
     kind: MediaKind
     extension: str
@@ -30,7 +30,7 @@ class Clip(ABC):
     every_frame: bool
     width: int
     height: int
-    frame_times: list[float]
+    frame_count: int
     duration_ms: int
 
     @abstractmethod

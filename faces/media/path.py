@@ -2,7 +2,7 @@
 every frame of every file (docs/ARCHITECTURE.md §11).
 
 `reprocess` comes here too, with the faces already stored: it matches and renders again from the
-stored tracks and never detects.
+stored tracks and never detects (a track's reach depends on its sightings alone, faces/media/tracks.py).
 """
 
 import numpy as np
@@ -15,7 +15,7 @@ from faces.images import MediaKind
 from faces.matching import PhotoMatch
 from faces.media.animated import AnimatedImage
 from faces.media.clip import Clip, Painter
-from faces.media.tracks import Track, detection_times, link, tracks_of
+from faces.media.tracks import Track, link, scheduled, tracks_of
 from faces.media.video import Video
 from faces.models import Face, Photo
 from faces.recognition import face_row
@@ -48,12 +48,10 @@ def detect_and_store_clip(photo: Photo, clip: Clip, data: bytes) -> list[Face]:
 
 
 def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, object]]:
-    """(frame time, track, DetectedFace) for every face on every scheduled frame."""
-    scheduled = set(detection_times(clip.frame_times, clip.every_frame))
+    """(frame time, track, DetectedFace) for every face on every frame the schedule looks at."""
     seen = []
-    for time, frame in clip.frames():
-        if time in scheduled:
-            seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
+    for time, frame in scheduled(clip.frames(), clip.every_frame):
+        seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     tracks = link([(time, face.box / scale) for time, face in seen])
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
@@ -78,7 +76,7 @@ def clip_tracks(faces: list[Face], clip: Clip) -> dict[int, Track]:
         (face.track, face.frame_time, np.array(restored_face_box(_box(face), clip.width, clip.height)) / scale)
         for face in faces
     ]
-    return tracks_of(sightings, detection_times(clip.frame_times, clip.every_frame))
+    return tracks_of(sightings)
 
 
 def _painter(file: PlannedFile, tracks: dict[int, Track], regions: list, width: int, height: int) -> Painter:

@@ -1,18 +1,19 @@
 """Faces over time: which frames are detected, how detections link into tracks, and where a track is
 blurred in every frame, detected or not.
 
-A video is detected on a cadence (every DETECT_INTERVAL_S), an animated image on every frame. The
-schedule is a function of the frame times alone, so the render pass (and a later `reprocess`, which
-never detects) knows which frames were looked at without storing them.
+An animated image is detected on every frame; a video on a cadence such that two detected frames are
+never more than DETECT_INTERVAL_S apart (unless two consecutive frames are). So every frame that is
+not detected lies less than DETECT_INTERVAL_S from a detected frame on each side, and a track that
+reaches TRACK_PAD_S (more than that) past its first and last sightings covers every frame that
+either neighbouring detection would have blurred, whatever the frame times (variable frame rates
+included), without storing the schedule.
 
-A track covers every frame from the detected frame before its first sighting to the detected frame
-after its last one (at least TRACK_PAD_S either side), so a frame between two detections never shows
-a face that either neighbour's detection would have blurred. Between two sightings the box is the
-hull of both (wherever the face went in between, it went from one to the other); past its ends it
-is the end box grown by END_GROWTH on every side.
+Between two sightings the box is the hull of both (wherever the face went in between, it went from
+one to the other); past its ends it is the end box grown by END_GROWTH on every side.
 """
 
 import bisect
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,18 +31,18 @@ END_GROWTH = 0.5
 Box = np.ndarray  # (4,) x1, y1, x2, y2, fractions of the frame
 
 
-def detection_times(frame_times: list[float], every_frame: bool) -> list[float]:
-    """The times of the frames the detector looks at: every frame, or the first, then each frame at
-    least DETECT_INTERVAL_S after the last one looked at, and always the last frame."""
-    if every_frame:
-        return list(frame_times)
-    chosen = []
-    for time in frame_times:
-        if not chosen or time - chosen[-1] >= DETECT_INTERVAL_S - 1e-6:
-            chosen.append(time)
-    if frame_times and chosen[-1] != frame_times[-1]:
-        chosen.append(frame_times[-1])
-    return chosen
+def scheduled[Frame](frames: Iterable[tuple[float, Frame]], every_frame: bool) -> Iterator[tuple[float, Frame]]:
+    """The (time, frame) pairs the detector looks at: every frame, or the first, the last, and each
+    frame whose skipping would leave more than DETECT_INTERVAL_S between two looks (one frame of
+    look-ahead, so a video is still streamed)."""
+    last_look, pending = None, None
+    for time, frame in frames:
+        if pending is not None and (every_frame or last_look is None or time - last_look > DETECT_INTERVAL_S + 1e-6):
+            yield pending
+            last_look = pending[0]
+        pending = (time, frame)
+    if pending is not None:
+        yield pending
 
 
 def link(sightings: list[tuple[float, Box]]) -> list[int]:
@@ -110,29 +111,17 @@ class Track:
         return np.concatenate([np.minimum(a[:2], b[:2]), np.maximum(a[2:], b[2:])])
 
 
-def tracks_of(sightings: list[tuple[int, float, Box]], detected: list[float]) -> dict[int, Track]:
-    """Each track (track number, time, box per sighting) with its reach in time, from the detection times."""
+def tracks_of(sightings: list[tuple[int, float, Box]]) -> dict[int, Track]:
+    """Each track, from (track number, time, box) per sighting, reaching TRACK_PAD_S past both ends."""
     grouped: dict[int, list[tuple[float, Box]]] = {}
     for number, time, box in sorted(sightings, key=lambda s: (s[0], s[1])):
         grouped.setdefault(number, []).append((time, box))
-    result = {}
-    for number, seen in grouped.items():
-        times = [time for time, _ in seen]
-        before = _neighbour(detected, times[0], -1)
-        after = _neighbour(detected, times[-1], +1)
-        start = min(times[0] - TRACK_PAD_S, before if before is not None else times[0])
-        end = max(times[-1] + TRACK_PAD_S, after if after is not None else times[-1])
-        result[number] = Track(times, [box for _, box in seen], start, end)
-    return result
-
-
-def _neighbour(detected: list[float], time: float, direction: int) -> float | None:
-    """The detection time just before (-1) or after (+1) `time`, if any."""
-    index = bisect.bisect_left(detected, time - 1e-6)
-    if direction < 0:
-        return detected[index - 1] if index > 0 else None
-    index = bisect.bisect_right(detected, time + 1e-6)
-    return detected[index] if index < len(detected) else None
+    return {
+        number: Track(
+            [time for time, _ in seen], [box for _, box in seen], seen[0][0] - TRACK_PAD_S, seen[-1][0] + TRACK_PAD_S
+        )
+        for number, seen in grouped.items()
+    }
 
 
 def _grown(box: Box) -> Box:

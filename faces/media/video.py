@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
+import cv2
 import numpy as np
 
 from faces.images import MediaKind
@@ -23,6 +24,8 @@ from faces.media.clip import Clip, Painter, RenderedFile, poster
 # x264: "veryfast" is the speed the 4x-real-time goal allows on two cores (bench/media.py);
 # CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
 X264_OPTIONS = {"preset": "veryfast", "crf": "20"}
+# The display matrix's counter-clockwise turn -> the turn that makes a frame upright.
+TURN = {90: cv2.ROTATE_90_COUNTERCLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_CLOCKWISE}
 # Audio the MP4 muxer takes as it is; any other (Vorbis, PCM) is re-encoded to AAC.
 MP4_AUDIO = {"aac", "mp3", "opus", "alac", "flac", "ac3", "eac3"}
 
@@ -36,23 +39,50 @@ class Video(Clip):
         self._data = data
         with self._open() as container:
             stream = container.streams.video[0]
-            self.width, self.height = stream.codec_context.width, stream.codec_context.height
+            width, height = stream.codec_context.width, stream.codec_context.height
             self._rate = stream.average_rate or stream.guessed_rate or Fraction(30)
             # Timestamps come from the packets alone: no frame is decoded before the limits are checked.
-            stamps = sorted(packet.pts for packet in container.demux(stream) if packet.pts is not None)
+            stamps = sorted(packet.pts for packet in _demuxed(container, stream) if packet.pts is not None)
             time_base = stream.time_base
         if not stamps:
             raise limits.UndecodableMedia("a video stream without a single timestamped frame")
         self._first_pts, self._time_base = stamps[0], time_base
-        self.frame_times = [self._seconds(pts) for pts in stamps]
-        frame_s = float(1 / self._rate)
-        self.duration_ms = round((self.frame_times[-1] + frame_s) * 1000)
-        limits.check(frames=len(stamps), duration_s=self.duration_ms / 1000, width=self.width, height=self.height)
+        self._frame_s = float(1 / self._rate)
+        self.frame_count = len(stamps)
+        self.duration_ms = round((self._seconds(stamps[-1]) + self._frame_s) * 1000)
+        limits.check(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
+        # Phones record the sensor's way up and say how to turn it (the display matrix). The frames
+        # are turned upright before anything looks at them (a face on its side is not detected),
+        # and the outputs are written upright, with no matrix.
+        self._rotation = self._first_frame().rotation % 360
+        self.width, self.height = (height, width) if self._rotation in (90, 270) else (width, height)
 
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        for frame, time in self._timed(self._decoded_frames()):
+            yield time, self._upright(frame)
+
+    def _decoded_frames(self) -> Iterator[av.VideoFrame]:
         with self._open() as container:
-            for frame in container.decode(video=0):
-                yield self._time(frame), frame.to_ndarray(format="bgr24")
+            for packet in _demuxed(container, container.streams.video[0]):
+                yield from _decoded(packet)
+
+    def _timed(self, frames) -> Iterator[tuple[av.VideoFrame, float]]:
+        """Each frame with its time; a frame without a timestamp comes one frame after the one before."""
+        time = -self._frame_s
+        for frame in frames:
+            time = self._seconds(frame.pts) if frame.pts is not None else time + self._frame_s
+            yield frame, time
+
+    def _first_frame(self) -> av.VideoFrame:
+        with self._open() as container:
+            for packet in _demuxed(container, container.streams.video[0]):
+                for frame in _decoded(packet):
+                    return frame
+        raise limits.UndecodableMedia("the video stream decoded to no frame")
+
+    def _upright(self, frame: av.VideoFrame) -> np.ndarray:
+        pixels = frame.to_ndarray(format="bgr24")
+        return cv2.rotate(pixels, TURN[self._rotation]) if self._rotation in TURN else pixels
 
     def render(self, painters: list[Painter]) -> list[RenderedFile]:
         with tempfile.TemporaryDirectory(prefix="momentlens-video-") as folder:
@@ -64,20 +94,17 @@ class Video(Clip):
         with self._open() as source:
             video_in = source.streams.video[0]
             audio_in = source.streams.audio[0] if source.streams.audio else None
-            outputs = [_Output(path, video_in, audio_in, self._rate) for path in paths]
+            outputs = [_Output(path, self.width, self.height, video_in, audio_in, self._rate) for path in paths]
             posters: list[bytes | None] = [None] * len(outputs)
             try:
-                for packet in source.demux(*[s for s in (video_in, audio_in) if s is not None]):
-                    if packet.stream is audio_in:
-                        _audio_to_all(packet, outputs)
-                        continue
-                    for frame in packet.decode():
-                        time, pixels = self._time(frame), frame.to_ndarray(format="bgr24")
-                        for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
-                            painted = pixels.copy()
-                            painter(time, painted)
-                            posters[index] = posters[index] or poster(painted)
-                            output.video(painted, frame)
+                frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
+                for frame, time in self._timed(frames):
+                    pixels, pts = self._upright(frame), self._pts(frame, time)
+                    for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
+                        painted = pixels.copy()
+                        painter(time, painted)
+                        posters[index] = posters[index] or poster(painted)
+                        output.video(painted, pts, self._time_base)
             finally:
                 for output in outputs:
                     output.close()
@@ -95,8 +122,8 @@ class Video(Clip):
             raise limits.UndecodableMedia("a container without a video stream")
         return container
 
-    def _time(self, frame: av.VideoFrame) -> float:
-        return self._seconds(frame.pts) if frame.pts is not None else 0.0
+    def _pts(self, frame: av.VideoFrame, time: float) -> int:
+        return frame.pts if frame.pts is not None else self._first_pts + round(time / self._time_base)
 
     def _seconds(self, pts: int) -> float:
         return float((pts - self._first_pts) * self._time_base)
@@ -106,7 +133,7 @@ def _audio_to_all(packet: av.Packet, outputs: list["_Output"]) -> None:
     if packet.dts is None:  # the demuxer's end-of-stream marker
         return
     if outputs and outputs[0].resampler is not None:
-        frames = packet.decode()  # once, for every output
+        frames = _decoded(packet)  # once, for every output
         for output in outputs:
             output.encode_audio(frames)
         return
@@ -114,15 +141,38 @@ def _audio_to_all(packet: av.Packet, outputs: list["_Output"]) -> None:
         output.copy_audio(packet)
 
 
+def _video_and_audio(container, video_in, audio_in, on_audio) -> Iterator[av.VideoFrame]:
+    """The video stream's frames; the audio stream's packets, in the file's order, go to `on_audio`."""
+    for packet in _demuxed(container, *[s for s in (video_in, audio_in) if s is not None]):
+        if packet.stream is audio_in:
+            on_audio(packet)
+        else:
+            yield from _decoded(packet)
+
+
+def _demuxed(container, *streams) -> Iterator[av.Packet]:
+    """The container's packets; a file that breaks off or lies is undecodable media, never retried."""
+    try:
+        yield from container.demux(*streams)
+    except av.FFmpegError as error:
+        raise limits.UndecodableMedia(f"the video breaks off: {error}") from None
+
+
+def _decoded(packet: av.Packet) -> list:
+    try:
+        return packet.decode()
+    except av.FFmpegError as error:
+        raise limits.UndecodableMedia(f"a frame does not decode: {error}") from None
+
+
 class _Output:
     """One MP4 being written: H.264 frames with the upload's timestamps, its audio copied or re-encoded."""
 
-    def __init__(self, path: Path, video_in, audio_in, rate: Fraction):
+    def __init__(self, path: Path, width: int, height: int, video_in, audio_in, rate: Fraction):
         self.container = av.open(str(path), mode="w", format="mp4", options={"movflags": "+faststart"})
         self.stream = self.container.add_stream("libx264", rate=rate, options=X264_OPTIONS)
         # yuv420p needs even sides: an odd one gets one copied row or column at its far edge.
-        self.stream.width = video_in.codec_context.width + video_in.codec_context.width % 2
-        self.stream.height = video_in.codec_context.height + video_in.codec_context.height % 2
+        self.stream.width, self.stream.height = width + width % 2, height + height % 2
         self.stream.pix_fmt = "yuv420p"
         self.stream.time_base = video_in.time_base
         self.audio_in, self.audio_out, self.resampler = audio_in, None, None
@@ -135,7 +185,7 @@ class _Output:
                     format="fltp", layout=audio_in.codec_context.layout, rate=audio_in.codec_context.sample_rate
                 )
 
-    def video(self, painted: np.ndarray, source: av.VideoFrame) -> None:
+    def video(self, painted: np.ndarray, pts: int, time_base: Fraction) -> None:
         if painted.shape[1] != self.stream.width or painted.shape[0] != self.stream.height:
             painted = np.pad(
                 painted,
@@ -143,7 +193,7 @@ class _Output:
                 mode="edge",
             )
         frame = av.VideoFrame.from_ndarray(painted, format="bgr24")
-        frame.pts, frame.time_base = source.pts, source.time_base
+        frame.pts, frame.time_base = pts, time_base
         self.container.mux(self.stream.encode(frame))
 
     def copy_audio(self, packet: av.Packet) -> None:

@@ -1,0 +1,130 @@
+"""Faces over time (docs/ARCHITECTURE.md §11): the detection schedule, linking, each track's reach, and
+matching a track as a bag of embeddings."""
+
+import itertools
+import uuid
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from faces.matching import Candidates, PhotoMatch
+from faces.media.tracks import DETECT_INTERVAL_S, MAX_GAP_S, TRACK_PAD_S, link, scheduled, tracks_of
+from faces.thresholds import Thresholds
+
+FPS30 = [i / 30 for i in range(90)]  # 3 s at 30 fps
+
+
+def box(x: float, y: float = 0.4, w: float = 0.1) -> np.ndarray:
+    return np.array([x, y, x + w, y + w * 1.2])
+
+
+def looked_at(times: list[float], every_frame: bool = False) -> list[float]:
+    return [time for time, _ in scheduled(((time, None) for time in times), every_frame)]
+
+
+def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
+    times = looked_at(FPS30)
+    assert times[:3] == pytest.approx([0.0, 0.2, 0.4])
+    assert times[-1] == FPS30[-1]
+    assert len(times) == 16, "5 looks a second, not 30"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_no_two_looks_are_further_apart_than_the_interval_whatever_the_frame_times(seed):
+    """Variable frame rates: a frame is looked at when skipping it would leave too long a gap."""
+    gaps = np.random.default_rng(seed).choice([0.01, 0.033, 0.05, 0.15, 0.3], size=200)
+    times = np.cumsum(gaps).tolist()
+    looks = looked_at(times)
+    for before, after in itertools.pairwise(looks):
+        frames_between = [t for t in times if before < t < after]
+        assert after - before <= DETECT_INTERVAL_S + 1e-6 or not frames_between
+
+
+def test_an_animated_image_is_detected_on_every_frame():
+    assert looked_at([0.0, 0.08, 0.2, 1.2], every_frame=True) == [0.0, 0.08, 0.2, 1.2]
+
+
+def test_the_padding_reaches_past_the_next_look():
+    """Padding shorter than the interval would leave frames between two looks uncovered."""
+    assert TRACK_PAD_S > DETECT_INTERVAL_S
+
+
+def test_a_moving_face_is_one_track_and_two_guests_are_two():
+    sightings = []
+    for step in range(8):
+        time = step * DETECT_INTERVAL_S
+        sightings += [(time, box(0.05 + step * 0.06)), (time, box(0.8, y=0.1))]
+    tracks = link(sightings)
+    mover, still = set(tracks[0::2]), set(tracks[1::2])
+    assert len(mover) == 1
+    assert len(still) == 1
+    assert mover != still
+
+
+def test_a_face_missed_once_keeps_its_track_and_one_gone_long_starts_a_new_one():
+    missed_once = [(0.0, box(0.3)), (0.2, box(0.31)), (0.6, box(0.33))]
+    assert len(set(link(missed_once))) == 1
+    gone = [(0.0, box(0.3)), (0.2, box(0.31)), (0.2 + MAX_GAP_S + 0.2, box(0.31))]
+    assert len(set(link(gone))) == 2
+
+
+def test_a_face_that_jumps_across_the_frame_is_not_the_same_track():
+    assert len(set(link([(0.0, box(0.1)), (0.2, box(0.7))]))) == 2
+
+
+def test_a_track_covers_every_frame_between_its_neighbouring_looks():
+    """Seen at 1.0 and 1.4 only: every frame after the look at 0.8 and before the one at 1.6 is blurred."""
+    track = tracks_of([(0, 1.0, box(0.3)), (0, 1.4, box(0.5))])[0]
+    for time in FPS30:
+        covered = track.box_at(time) is not None
+        if 0.8 <= time <= 1.6:
+            assert covered, f"frame at {time:.3f} s uncovered"
+        if time < 0.7 or time > 1.7:
+            assert not covered, f"frame at {time:.3f} s blurred far from any sighting"
+
+
+def test_between_sightings_the_box_holds_both_and_past_the_ends_it_grows():
+    track = tracks_of([(0, 1.0, box(0.3)), (0, 1.4, box(0.5))])[0]
+    np.testing.assert_allclose(track.box_at(1.0), box(0.3))
+    between = track.box_at(1.2)
+    assert between[0] <= 0.3, "the hull of where the face was ..."
+    assert between[2] >= 0.6, "... and where it went"
+    before = track.box_at(0.9)
+    assert before[0] < 0.3, "the first box, grown"
+    assert before[2] > 0.4, "the first box, grown"
+
+
+CANDIDATES = Candidates(
+    user_ids=[uuid.UUID(int=1)],
+    dnp=np.array([True]),
+    references=np.zeros((1, 512), dtype=np.float32),
+    owners=np.array([0]),
+)
+LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
+
+
+def match(similarities: list[float], tracks: list[int], hidden: list[float] | None = None) -> PhotoMatch:
+    faces = [SimpleNamespace(id=i, track=t) for i, t in enumerate(tracks)]
+    geometry = [(100, share) for share in (hidden or [0.0] * len(faces))]
+    similarity = np.array([[s] for s in similarities], dtype=np.float32)
+    return PhotoMatch.of(faces, CANDIDATES, similarity, LIMITS, geometry).by_track()
+
+
+def test_a_track_takes_its_best_face_not_its_average():
+    """One frontal look at the DNP guest among profile frames: the whole track is theirs and blurred."""
+    pooled = match([0.2, 0.3, 0.95, 0.25], tracks=[0, 0, 0, 0])
+    assert pooled.blurred() == [True] * 4
+    assert {user for user, _ in pooled.best()} == {uuid.UUID(int=1)}
+    assert pooled.blurred(viewer=uuid.UUID(int=1)) == [False] * 4
+    averaged = float(np.mean([0.2, 0.3, 0.95, 0.25]))
+    assert averaged < LIMITS.blur, "an averaged vector's similarity would not have reached blur"
+
+
+def test_tracks_are_decided_apart():
+    assert match([0.95, 0.1, 0.2], tracks=[0, 1, 1]).blurred() == [True, False, False]
+
+
+def test_one_edge_cut_face_does_not_make_a_whole_track_unsure_but_an_all_cut_track_is():
+    assert match([0.1, 0.1], tracks=[0, 0], hidden=[0.6, 0.0]).blurred() == [False, False]
+    assert match([0.1, 0.1], tracks=[0, 0], hidden=[0.6, 0.5]).blurred() == [True, True]
