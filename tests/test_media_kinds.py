@@ -4,8 +4,11 @@ Animated images and videos are rendered frame by frame, never published as thems
 several frames but is no animation (TIFF pages) and a clip used as a reference selfie fail closed.
 """
 
+import io
+
 import cv2
 import pytest
+from django.core.management import call_command
 
 from faces.engines.base import FaceEngine
 from faces.models import EventMember, Photo
@@ -45,6 +48,12 @@ def test_an_animation_whose_later_frames_show_a_dnp_guest_gets_a_file_of_its_own
     rendered_not_itself(photo, "animated", "webp")
     assert [variant.user_id for variant in photo.variants.all()] == [user]
     assert photo.faces.filter(matched_user_id=user, frame_time__gt=0).exists()
+    report = io.StringIO()
+    call_command("photo_report", str(photo.id), stdout=report)
+    assert "media=animated duration_ms=400" in report.getvalue()
+    tracks = [line for line in report.getvalue().splitlines() if line.startswith("  track ")]
+    assert len(tracks) == photo.faces.values("track").distinct().count(), "one line per track"
+    assert any(f"from=0.100s to=0.100s matched={user}" in line for line in tracks), tracks
 
 
 @pytest.mark.parametrize("kind", ["GIF", "WEBP", "PNG"])

@@ -33,7 +33,7 @@ class FaceEngine(ABC):
 
     def analyze(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[DetectedFace]:
         """Every face in `image`; without `small_faces` only the overview pass runs (a selfie); a
-        `video_frame` is searched from its own size down (faces/engines/pyramid.py, VIDEO_FRAME_PLAN)."""
+        `video_frame` is searched within a fixed budget (faces/engines/pyramid.py, video_frame_plan)."""
         detections = self.detect(image, small_faces=small_faces, video_frame=video_frame)
         embeddings = self.embed_many(image, detections)
         return [

@@ -14,7 +14,7 @@ import numpy as np
 
 from faces.engines.base import Detection, FaceEngine, ModelsMissing, to_unit_512
 from faces.engines.packs import ModelFileRejected, ModelPack
-from faces.engines.pyramid import VIDEO_FRAME_PLAN, PyramidDetector
+from faces.engines.pyramid import Plan, PyramidDetector, video_frame_plan
 
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
@@ -51,7 +51,7 @@ class InsightFaceEngine(FaceEngine):
         self._detector = self._scrfd(detector_file, pack.name)
         fine = self._scrfd(small_detector_file, pack.small_faces_from.name) if small_detector_file else self._detector
         self._pyramid = PyramidDetector(fine, overview_scrfd=self._detector)
-        self._frame_pyramid = PyramidDetector(fine, VIDEO_FRAME_PLAN, overview_scrfd=self._detector)
+        self._frame_pyramids: dict[Plan, PyramidDetector] = {}
         self._recognizer = ArcFaceONNX(model_file=recognizer_file, session=_session(recognizer_file, *self._options))
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
@@ -69,9 +69,15 @@ class InsightFaceEngine(FaceEngine):
         return detector
 
     def detect(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[Detection]:
-        pyramid = self._frame_pyramid if video_frame else self._pyramid
+        pyramid = self._frame_pyramid(*image.shape[1::-1]) if video_frame else self._pyramid
         found = pyramid.detect(image, small_faces=small_faces)
         return [Detection(box.astype(np.float32), points.astype(np.float32), score) for box, points, score in found]
+
+    def _frame_pyramid(self, width: int, height: int) -> PyramidDetector:
+        plan = video_frame_plan(width, height)
+        if plan not in self._frame_pyramids:
+            self._frame_pyramids[plan] = PyramidDetector(self._pyramid.scrfd, plan, overview_scrfd=self._detector)
+        return self._frame_pyramids[plan]
 
     def embed_many(self, image: np.ndarray, detections: list[Detection]) -> np.ndarray:
         from insightface.utils.face_align import norm_crop
