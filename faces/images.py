@@ -104,14 +104,17 @@ def image_size(data: bytes) -> tuple[int, int]:
 
 @contextlib.contextmanager
 def _header(data: bytes):
+    """The image, open; whatever Pillow raises while it is read (a GIF cut short fails only when its
+    frames are counted) is a bad upload, never retried."""
     try:
-        header = Image.open(io.BytesIO(data))
+        with Image.open(io.BytesIO(data)) as header:
+            yield header
+    except PermanentJobError:
+        raise
     except Image.DecompressionBombError as error:
         raise ImageTooLarge(str(error)) from None
     except Exception as error:  # Pillow raises many types for bad headers
         raise UndecodableImage(f"not an image: {type(error).__name__}: {error}") from None
-    with header:
-        yield header
 
 
 def video_container(data: bytes) -> str | None:

@@ -7,6 +7,7 @@ several frames but is no animation (TIFF pages) and a clip used as a reference s
 import io
 
 import cv2
+import numpy as np
 import pytest
 from django.core.management import call_command
 
@@ -75,15 +76,19 @@ def test_video_containers_are_videos_whatever_their_key(group, test_thresholds, 
     assert photo.duration_ms == 400, "4 frames at 10 fps"
 
 
-def test_pages_are_not_an_animation(group, test_thresholds):
-    """A multi-page TIFF has no timing to keep: unsupported, archived on its first try, never published."""
-    photo = factories.photo(factories.event(), data=animation([small(group)] * 2, "TIFF"))
+def archived_unpublished(data: bytes, reason: str) -> None:
+    photo = factories.photo(factories.event(), data=data)
     msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
     run_worker_drain()
-    assert archived()[msg_id] == (1, "unsupported_media")
+    assert archived()[msg_id] == (1, reason), "archived on its first try"
     photo.refresh_from_db()
     assert photo.processed_at is None
     assert photo.public_key is None
+
+
+def test_pages_are_not_an_animation(group, test_thresholds):
+    """A multi-page TIFF has no timing to keep: unsupported, archived on its first try, never published."""
+    archived_unpublished(animation([small(group)] * 2, "TIFF"), "unsupported_media")
 
 
 @pytest.mark.parametrize("kind", ["PNG", "WEBP"])
@@ -110,13 +115,18 @@ def test_an_animated_reference_is_failed_not_left_pending(group):
 def test_a_video_that_breaks_off_is_undecodable_media_on_its_first_try(group, test_thresholds, cut):
     """Its index promises frames the file no longer holds: never retried, never published."""
     data = video([small(group)] * 12, ".mp4")
-    photo = factories.photo(factories.event(), data=data[: int(len(data) * cut)])
-    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
-    run_worker_drain()
-    assert archived()[msg_id] == (1, "undecodable_media")
-    photo.refresh_from_db()
-    assert photo.processed_at is None
-    assert photo.public_key is None
+    archived_unpublished(data[: int(len(data) * cut)], "undecodable_media")
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [("GIF", "undecodable_media"), ("PNG", "undecodable_media"), ("WEBP", "undecodable_image")],
+)
+def test_an_animation_cut_short_is_archived_on_its_first_try(group, test_thresholds, kind, reason):
+    """Its header still promises frames (WebP's does not even open): a clear reason, no retry."""
+    frames = [np.roll(small(group), shift, axis=1) for shift in (0, 40, 80, 120)]
+    data = animation(frames, kind)
+    archived_unpublished(data[: len(data) // 2], reason)
 
 
 def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting(

@@ -5,6 +5,7 @@ WebP through libwebp's animation encoder, which takes every frame at once: the w
 animation is held in memory, bounded by MEDIA_MAX_ANIMATION_PIXELS.
 """
 
+import contextlib
 import io
 from collections.abc import Iterator
 
@@ -26,7 +27,7 @@ class AnimatedImage(Clip):
 
     def __init__(self, data: bytes):
         self._data = data
-        with Image.open(io.BytesIO(data)) as image:
+        with _opened(data) as image:
             self.width, self.height = image.size
             count = image.n_frames
             limits.check(frames=count, duration_s=0, width=self.width, height=self.height, held_in_memory=True)
@@ -78,10 +79,26 @@ class AnimatedImage(Clip):
         return RenderedFile(buffer.getvalue(), poster(first))
 
     def _rgba_frames(self) -> Iterator[np.ndarray]:
-        with Image.open(io.BytesIO(self._data)) as image:
-            for index in range(len(self.durations_ms)):
-                image.seek(index)
-                yield np.asarray(image.convert("RGBA"))
+        with _opened(self._data) as image:
+            for index in range(self.frame_count):
+                yield _rgba(image, index)
+
+
+@contextlib.contextmanager
+def _opened(data: bytes) -> Iterator[Image.Image]:
+    """The animation, open; anything Pillow cannot read in it is undecodable media, never retried."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            yield image
+    except Image.DecompressionBombError as error:
+        raise limits.MediaTooLarge(str(error)) from None
+    except (OSError, SyntaxError, ValueError, EOFError, IndexError) as error:  # what Pillow raises for broken files
+        raise limits.UndecodableMedia(f"a frame does not decode: {type(error).__name__}: {error}") from None
+
+
+def _rgba(image: Image.Image, index: int) -> np.ndarray:
+    image.seek(index)
+    return np.asarray(image.convert("RGBA"))
 
 
 def _duration(image: Image.Image, index: int) -> int:

@@ -84,8 +84,7 @@ def _painter(file: PlannedFile, tracks: dict[int, Track], regions: list, width: 
 
     def paint(time: float, frame: np.ndarray) -> None:
         for track in blurred:
-            box = track.box_at(time)
-            if box is not None:
+            for box in track.boxes_at(time):
                 x1, y1, x2, y2 = (float(v) for v in box)
                 blur_ellipse(frame, expanded_face_box((x1, y1, x2 - x1, y2 - y1), width, height))
         for region in regions:

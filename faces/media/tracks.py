@@ -8,11 +8,13 @@ reaches TRACK_PAD_S (more than that) past its first and last sightings covers ev
 either neighbouring detection would have blurred, whatever the frame times (variable frame rates
 included), without storing the schedule.
 
-Between two sightings the box is the hull of both (wherever the face went in between, it went from
-one to the other); past its ends it is the end box grown by END_GROWTH on every side.
+Between two sightings the face is blurred along its path from one to the other; past its ends it is
+carried on at its track's velocity, and the boxes grow with the time from the sighting (faces enter
+and leave at a walk or faster, between two looks).
 """
 
 import bisect
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
@@ -22,11 +24,18 @@ DETECT_INTERVAL_S = 0.2
 TRACK_PAD_S = 0.25
 # A face missed by this many seconds of detections in a row still continues its track.
 MAX_GAP_S = 0.6
-# Two sightings one detection apart are the same face when their centres are at most this many
-# face widths apart (per DETECT_INTERVAL_S) and their widths within SIZE_RATIO of each other.
-LINK_DISTANCE = 1.0
+# Two sightings are the same face when its centre moved at most LINK_SPEED face widths a second
+# (over at least one interval) and their widths are within SIZE_RATIO of each other. Generous on
+# purpose: a wrong link only merges two bags, and a merged track is blurred wherever either would be.
+LINK_SPEED = 30.0
 SIZE_RATIO = 2.0
-END_GROWTH = 0.5
+# Past a track's ends the face keeps moving: its box is carried on at the track's last velocity,
+# with MOVING_SLACK face sizes a second for a change of pace, or, seen once only, may have gone
+# LONE_SPEED face sizes a second any way; and it grows by END_GROWTH face sizes on every side.
+MOVING_SLACK = 1.0
+LONE_SPEED = 10.0
+END_GROWTH = 0.25
+PATH_STEP = 0.25
 
 Box = np.ndarray  # (4,) x1, y1, x2, y2, fractions of the frame
 
@@ -82,9 +91,8 @@ def _link_cost(last: tuple[float, Box], now: tuple[float, Box]) -> float | None:
     if min(width_a, width_b) <= 0 or max(width_a, width_b) > SIZE_RATIO * min(width_a, width_b):
         return None
     centre_a, centre_b = (a[:2] + a[2:]) / 2, (b[:2] + b[2:]) / 2
-    steps = max(1.0, (time - then) / DETECT_INTERVAL_S)
-    cost = float(np.linalg.norm(centre_b - centre_a)) / max(width_a, width_b) / steps
-    return cost if cost <= LINK_DISTANCE else None
+    speed = float(np.linalg.norm(centre_b - centre_a)) / max(width_a, width_b) / max(time - then, DETECT_INTERVAL_S)
+    return speed if speed <= LINK_SPEED else None
 
 
 @dataclass(frozen=True)
@@ -96,19 +104,35 @@ class Track:
     start: float
     end: float
 
-    def box_at(self, time: float) -> Box | None:
-        """Where to blur at `time`: a sighting's box, the hull of the two around it, or a grown end box."""
+    def boxes_at(self, time: float) -> list[Box]:
+        """Where to blur at `time` (an ellipse in each box): a sighting's box; between two sightings,
+        the face's path from one to the other; past an end, where it may have come from or gone."""
         if time < self.start - 1e-6 or time > self.end + 1e-6:
-            return None
+            return []
         after = bisect.bisect_left(self.times, time - 1e-6)
         if after < len(self.times) and abs(self.times[after] - time) <= 1e-6:
-            return self.boxes[after]
+            return [self.boxes[after]]
+        last = len(self.times) - 1
         if after == 0:
-            return _grown(self.boxes[0])
-        if after == len(self.times):
-            return _grown(self.boxes[-1])
-        a, b = self.boxes[after - 1], self.boxes[after]
-        return np.concatenate([np.minimum(a[:2], b[:2]), np.maximum(a[2:], b[2:])])
+            return self._beyond(0, 1, time)
+        if after > last:
+            return self._beyond(last, last - 1, time)
+        between = _path(self.boxes[after - 1], self.boxes[after])
+        if self.times[after] - self.times[after - 1] <= DETECT_INTERVAL_S + 1e-6:
+            return between
+        # Looks in between missed the face (it was hidden, or gone and back): it may have left from
+        # one sighting and come back to the other by any way, so both ends reach into the gap.
+        return between + self._beyond(after - 1, after - 2, time) + self._beyond(after, after + 1, time)
+
+    def _beyond(self, end: int, inner: int, time: float) -> list[Box]:
+        """Before or after the sighting `end` (with `inner` the one next to it inside the track, if
+        any): where the face may have come from, or gone."""
+        box, seconds = self.boxes[end], abs(time - self.times[end])
+        if not 0 <= inner < len(self.times):
+            return [_grown(box, END_GROWTH + LONE_SPEED * seconds)]
+        velocity = (box - self.boxes[inner]) / (self.times[end] - self.times[inner])
+        carried = box + velocity * (time - self.times[end])
+        return [_grown(step, END_GROWTH + MOVING_SLACK * seconds) for step in _path(box, carried)]
 
 
 def tracks_of(sightings: list[tuple[int, float, Box]]) -> dict[int, Track]:
@@ -124,6 +148,16 @@ def tracks_of(sightings: list[tuple[int, float, Box]]) -> dict[int, Track]:
     }
 
 
-def _grown(box: Box) -> Box:
+def _path(a: Box, b: Box) -> list[Box]:
+    """Boxes from `a` to `b`, PATH_STEP face widths apart: their ellipses cover every place between
+    (one ellipse in the hull of both would leave the ends of a long stride uncovered)."""
+    width = min(a[2] - a[0], b[2] - b[0])
+    stride = float(np.linalg.norm((b[:2] + b[2:]) / 2 - (a[:2] + a[2:]) / 2))
+    steps = max(1, math.ceil(stride / (PATH_STEP * width))) if width > 0 else 1
+    return [a + (b - a) * (step / steps) for step in range(steps + 1)]
+
+
+def _grown(box: Box, sizes: float) -> Box:
+    """`box` grown by `sizes` face sizes on every side."""
     width, height = box[2] - box[0], box[3] - box[1]
-    return box + np.array([-width, -height, width, height]) * END_GROWTH
+    return box + np.array([-width, -height, width, height]) * sizes

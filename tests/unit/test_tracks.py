@@ -70,29 +70,47 @@ def test_a_face_missed_once_keeps_its_track_and_one_gone_long_starts_a_new_one()
 
 
 def test_a_face_that_jumps_across_the_frame_is_not_the_same_track():
-    assert len(set(link([(0.0, box(0.1)), (0.2, box(0.7))]))) == 2
+    assert len(set(link([(0.0, box(0.05)), (0.2, box(0.85))]))) == 2
 
 
 def test_a_track_covers_every_frame_between_its_neighbouring_looks():
     """Seen at 1.0 and 1.4 only: every frame after the look at 0.8 and before the one at 1.6 is blurred."""
     track = tracks_of([(0, 1.0, box(0.3)), (0, 1.4, box(0.5))])[0]
     for time in FPS30:
-        covered = track.box_at(time) is not None
+        covered = bool(track.boxes_at(time))
         if 0.8 <= time <= 1.6:
             assert covered, f"frame at {time:.3f} s uncovered"
         if time < 0.7 or time > 1.7:
             assert not covered, f"frame at {time:.3f} s blurred far from any sighting"
 
 
-def test_between_sightings_the_box_holds_both_and_past_the_ends_it_grows():
-    track = tracks_of([(0, 1.0, box(0.3)), (0, 1.4, box(0.5))])[0]
-    np.testing.assert_allclose(track.box_at(1.0), box(0.3))
-    between = track.box_at(1.2)
-    assert between[0] <= 0.3, "the hull of where the face was ..."
-    assert between[2] >= 0.6, "... and where it went"
-    before = track.box_at(0.9)
-    assert before[0] < 0.3, "the first box, grown"
-    assert before[2] > 0.4, "the first box, grown"
+def test_between_two_looks_the_boxes_follow_the_path():
+    track = tracks_of([(0, 1.0, box(0.3)), (0, 1.2, box(0.5))])[0]
+    np.testing.assert_allclose(track.boxes_at(1.0), [box(0.3)])
+    path = track.boxes_at(1.1)
+    assert all(b[2] - b[0] == pytest.approx(0.1) for b in path), "face-sized boxes, not one long hull"
+    centres = sorted((b[0] + b[2]) / 2 for b in path)
+    assert centres[0] == pytest.approx(0.35)
+    assert centres[-1] == pytest.approx(0.55), "from where the face was to where it went"
+    assert max(np.diff(centres)) <= 0.25 * 0.1 + 1e-9, "a quarter of a face width apart"
+
+
+def test_past_its_ends_a_track_is_carried_on_at_its_pace_and_grows():
+    """Entering at a run between two looks: the boxes before the first sighting reach back along its way."""
+    track = tracks_of([(0, 1.0, box(0.4)), (0, 1.2, box(0.6))])[0]
+    before = track.boxes_at(0.85)
+    # At its pace (a frame width a second) the face was at x 0.25-0.35 at 0.85 s.
+    assert min(b[0] for b in before) < 0.25, "carried back along its way, and grown"
+    assert all(b[2] - b[0] > 0.1 for b in before), "grown"
+    (lone,) = tracks_of([(0, 1.0, box(0.4))])[0].boxes_at(1.2)
+    assert lone[2] - lone[0] > 0.1 * (1 + 2 * 2), "seen once: may have gone any way, fast"
+
+
+def test_a_gap_in_a_track_is_covered_from_both_ends():
+    """Hidden for a while, then back somewhere else: both sightings reach into the gap."""
+    track = tracks_of([(0, 1.0, box(0.1)), (0, 1.2, box(0.2)), (0, 1.6, box(0.7)), (0, 1.8, box(0.8))])[0]
+    near_return = track.boxes_at(1.55)
+    assert any(b[0] <= 0.65 and b[2] >= 0.7 for b in near_return), "where the face came back from"
 
 
 CANDIDATES = Candidates(
