@@ -5,9 +5,14 @@ photos cropped so that the image edge or a corner cuts through a face, DNP membe
 included) and a few hundred jobs of every kind, hostile ones included: malformed
 messages, unknown jobs, missing rows, missing upload objects, corrupt / truncated /
 zero-byte images, a decompression bomb, huge dimensions, a PNG with an EXIF
-orientation tag, animated GIF / WebP / APNG and MP4 / WebM / MOV uploads under .jpg
-keys (one animation shows a DNP member's face only after a faceless frame 0), and
-messages re-sent from the archive. While real `run_worker` processes drain them,
+orientation tag, messages re-sent from the archive, and multi-frame uploads under .jpg
+keys. Animated GIF / WebP / APNG and MP4 / WebM / MOV (at most 640x360) are processed
+like photos: rendered frame by frame into an animated WebP or an MP4 (public and one
+per DNP member matched), never published as themselves. Three show a DNP member's face
+only after a faceless frame 0: two animations, and a 30 fps H.264 MP4 in which one
+walks in between two detections (every 0.2 s), leaves and comes back elsewhere. A
+multi-page TIFF, a GIF longer than MEDIA_MAX_DURATION_S and an MP4 cut before its index
+must be refused (unsupported_media, media_too_large, undecodable_media). While real `run_worker` processes drain them,
 faults are injected at seeded random moments: SIGKILL of the worker (then a
 restart), `pg_terminate_backend` on its connection, a PostgreSQL restart, an S3
 outage window (SeaweedFS stopped, then started), a second worker alongside, and
@@ -16,6 +21,14 @@ and reads the rows every half second: how long each orphan (a derived object no 
 points at) lived. After the drain the idle workers get their full-sweep interval to
 leave no orphan. Then the invariants are checked and a table is printed (goal: 0
 violations).
+
+A clip's files are checked against the seed's own truth, not only the worker's rows:
+every frame of every published file and of the upload is decoded (Pillow for WebP,
+PyAV for MP4), and in each frame where the seed pasted a DNP member's face, every file
+but that member's own must have changed each quarter of the face's middle by at least
+MEDIA_BLURRED (the codec alone: a few units; the member's own file shows it each run).
+A clip's files must be of its kind (.webp, .mp4; JPEG posters), never its upload's
+keys, with the upload's frame count; the monitor checks the keys every sample.
 
 With `--readers N` (N > 1) N workers read the queue at once (WORKER_READER_SLOTS=N,
 WORKER_VISIBILITY_TIMEOUT_S=--visibility-s), and the kill fault SIGKILLs one of them,

@@ -1,6 +1,7 @@
 """The chaos run behind bench/chaos.py: services, seed, workers, faults, invariants."""
 
 import hashlib
+import io
 import json
 import os
 import random
@@ -14,6 +15,7 @@ import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
+from fractions import Fraction
 from pathlib import Path
 
 import cv2
@@ -28,6 +30,18 @@ BUCKET, ACCESS_KEY, SECRET_KEY = "chaos", "chaos-access-key", "chaos-secret-key"
 LOG_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S+)')
 # A blurred face differs from the upload by far more than JPEG noise does.
 BLURRED = 10.0
+# In a multi-frame file (lossy WebP q85, H.264 crf 20) a face is blurred when each quarter of its middle differs
+# from the upload's frame by at least this much (mean absolute difference). Calibrated by hand on the seed's
+# clips rendered by the worker's own encoders: the codec alone (a face left intact, as in its DNP member's own
+# file) moves a quarter by at most 3.7; the worker's blur by 9.7 and more (the least: t1's smooth face 4, 46 px
+# wide in the 520x360 animations; 20 and more for most faces). A blur box that lags a moving face leaves some
+# quarter nearly unchanged. Each run's note gives the figures again.
+MEDIA_BLURRED = 6.0
+# The file a multi-frame upload is rendered into, by photos.media_type: never the upload's own kind or key.
+MEDIA_EXTENSIONS = {"animated": "webp", "video": "mp4"}
+# Why a worker refuses an upload: a valid clip of the seed that ends so was not processed.
+REFUSALS = ("unsupported_media", "undecodable_media", "media_too_large", "undecodable_image", "image_too_large")
+MEDIA_SIDE = 360  # every clip of the seed is at most 640x360: small, so the run stays fast
 WORKER_ALIVE = "5. worker alive (no exit the harness did not cause)"
 # After the drain the workers get their full-sweep interval plus this to leave no orphan.
 SWEEP_MARGIN_S = 20.0
@@ -244,6 +258,28 @@ class EdgeCut:
         return best
 
 
+Box = tuple[float, float, float, float]  # x1, y1, x2, y2 in pixels
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A clip's frames and, per frame, each face of t1 pasted in it: (index in t1's faces, box in the frame)."""
+
+    frames: list[np.ndarray]
+    shown: list[list[tuple[int, Box]]]
+
+
+@dataclass(frozen=True)
+class MediaUpload:
+    """A multi-frame upload of the seed and what the seed knows of it: the truth its files are held to."""
+
+    name: str
+    kind: str  # the photos.media_type it must get: "animated" or "video"
+    frames: int  # how many frames the upload decodes to
+    # Per frame: (DNP member, face box in pixels) of each DNP member's face the seed pasted into it.
+    dnp: tuple[tuple[tuple[uuid.UUID, Box], ...], ...]
+
+
 @dataclass(frozen=True)
 class PhotoRow:
     version: int
@@ -284,9 +320,13 @@ class Chaos:
         self.sweepers: list[threading.Thread] = []
         self.monitors: list[threading.Thread] = []
         self.orphan_watch = OrphanWatch(log=self.folder / "orphans.log")
-        # Photos whose upload is an animation or a video, by id: what the seed made of each.
-        self.media_photos: dict[str, str] = {}
-        self.media_exposed: set[str] = set()
+        # Photos whose upload is an animation or a video, by id: what the seed made of each. Each is rendered
+        # into files of its kind; those in `refused_media` (beyond a limit, undecodable, pages) never are.
+        self.media_photos: dict[str, MediaUpload] = {}
+        self.refused_media: dict[str, str] = {}
+        # (photo id, why) of each multi-frame upload the storage monitor saw published as itself or rendered
+        # into a file of another kind.
+        self.media_exposed: set[tuple[str, str]] = set()
         self.edge_cuts: list[EdgeCut] = []
         self.report.sweep_settings = (
             f"WORKER_SWEEP_RETRY_S={config.sweep_retry_s:g}, WORKER_FULL_SWEEP_S={config.full_sweep_s:g}"
@@ -636,7 +676,8 @@ class Chaos:
                     self.report.invariants[WORKER_ALIVE] = self.report.invariants.get(WORKER_ALIVE, 0) + 1
 
     def _monitor_storage(self) -> None:
-        """Read the rows and list the bucket every sample_s: how long each orphan lives; no multi-frame exposure."""
+        """Read the rows and list the bucket every sample_s: how long each orphan lives; no multi-frame upload
+        published as itself or rendered into a file of another kind."""
         client, due = self.s3.client(), time.monotonic()
         while not self.stop_monitor.wait(max(0.0, due - time.monotonic())):
             due = max(due + self.config.sample_s, time.monotonic())
@@ -649,7 +690,7 @@ class Chaos:
                 self.orphan_watch.skipped += 1
                 continue  # the database or S3 is being restarted by a fault
             self.orphan_watch.observe(orphan_keys(snapshot), snapshot.taken)
-            self.media_exposed |= exposed_media(snapshot, self.media_photos)
+            self.media_exposed |= exposed_media(snapshot, self.media_photos, self.refused_media)
 
     def _monitor_publications(self) -> None:
         """Sample published photos while the run goes on: each key a row names must already exist."""
@@ -828,18 +869,38 @@ def orphan_keys(snapshot: Snapshot) -> set[str]:
     return orphans
 
 
-def exposed_media(snapshot: Snapshot, media_photos: dict[str, str]) -> set[str]:
-    """Photos with a multi-frame upload that are published, name their upload as a file, or have any derived file."""
-    exposed = {
-        photo_id
-        for photo_id in media_photos
-        if (row := snapshot.rows.get(photo_id)) is not None and (row.published or row.named & row.uploads)
-    }
+def exposed_media(snapshot: Snapshot, media: dict[str, MediaUpload], refused: dict[str, str]) -> set[tuple[str, str]]:
+    """(photo id, why) of each multi-frame upload published as itself or rendered from one frame: a row naming
+    an upload object as a file, a file (named or only listed) of another kind than its clip's (an animation is
+    rendered into .webp, a video into .mp4; thumbnails are JPEG posters; a .jpg file is one frame), or a refused
+    one published or with any file."""
+    from faces.rendering.keys import DERIVED_KEY
+
+    exposed = set()
+    for photo_id, upload in media.items():
+        row = snapshot.rows.get(photo_id)
+        if row is not None and row.named & row.uploads:
+            exposed.add((photo_id, "a row names the upload object as a file"))
+        for key in row.named if row is not None else ():
+            if not media_file_kind_ok(key, upload.kind):
+                exposed.add((photo_id, f"a row names a file of another kind: {key}"))
+    for photo_id in refused:
+        row = snapshot.rows.get(photo_id)
+        if row is not None and (row.published or row.named & row.uploads):
+            exposed.add((photo_id, "a refused upload is published"))
     for key in snapshot.keys:
-        parts = key.split("/")
-        if len(parts) > 4 and parts[2] == "photos" and parts[3] in media_photos:
-            exposed.add(parts[3])
+        found = DERIVED_KEY.match(key)
+        photo_id = found["photo"].lower() if found else None
+        if photo_id in refused:
+            exposed.add((photo_id, f"a refused upload has a file: {key}"))
+        elif photo_id in media and not media_file_kind_ok(key, media[photo_id].kind):
+            exposed.add((photo_id, f"a file of another kind: {key}"))
     return exposed
+
+
+def media_file_kind_ok(key: str, kind: str) -> bool:
+    """A clip's file is of its kind (.webp, .mp4); its thumbnail a JPEG poster."""
+    return key.endswith("_thumb.jpg") or key.endswith(f".{MEDIA_EXTENSIONS[kind]}")
 
 
 # -- seeding -------------------------------------------------------------------
@@ -938,14 +999,20 @@ def seed(chaos: Chaos) -> int:
         messages.append({"job": "face_process", "photo_id": str(photo(hostile_event, data).id)})
     missing_upload = photo(hostile_event, None)
     messages.append({"job": "face_process", "photo_id": str(missing_upload.id)})
-    # Animations and videos under .jpg keys: never published as themselves, never rendered from one frame.
-    dnp_face = group_faces[min(dnp_faces[hostile_event.id], default=0)].box
-    for name, data, job, event, regions in media_uploads(group, dnp_face, events[0], hostile_event):
+    # Animations and videos under .jpg keys: rendered frame by frame into an animated WebP or an MP4, never
+    # published as themselves, never rendered from one frame; and three the worker must refuse.
+    for upload, data, job, event, regions in media_uploads(
+        group, group_faces, events[0], hostile_event, dnp_faces[hostile_event.id]
+    ):
         media = photo(event, data, regions)
-        chaos.media_photos[str(media.id)] = name
+        chaos.media_photos[str(media.id)] = upload
         messages.append({"job": job, "photo_id": str(media.id)})
-    dnp_animation = next(pid for pid, name in chaos.media_photos.items() if name.startswith("animated WebP, DNP"))
-    messages.append({"job": "reprocess", "photo_id": dnp_animation})
+        if upload.name.startswith(("animated WebP, DNP", "MP4 30 fps")):
+            messages.append({"job": "reprocess", "photo_id": str(media.id)})  # from the stored tracks
+    for name, data in refused_media(group).items():
+        media = photo(hostile_event, data)
+        chaos.refused_media[str(media.id)] = name
+        messages.append({"job": "face_process", "photo_id": str(media.id)})
     messages += [
         "a string, not an object",
         [1, 2, 3],
@@ -1002,31 +1069,145 @@ def edge_cut(rng: random.Random, image: np.ndarray, faces, dnp: dict[int, uuid.U
     return crop, size, cut_faces
 
 
-def media_uploads(group: np.ndarray, dnp_box, plain_event, hostile_event) -> list[tuple]:
-    """(what, bytes, job, event, blur regions) of each multi-frame upload: animated GIF, WebP and APNG, MP4,
-    WebM and MOV, and animations whose frame 0 has no face while later frames show a DNP member's face."""
-    from tests.media_samples import animation, faceless_then, video
+def media_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dnp: dict[int, uuid.UUID]) -> list:
+    """(MediaUpload, bytes, job, event, blur regions) of each multi-frame upload: animated GIF, WebP and APNG,
+    MP4 (OpenCV's MPEG-4 part 2, 10 fps; PyAV's H.264, 30 fps), WebM and MOV, each at most 640x360. Some show a
+    DNP member's face only after a faceless frame 0: two animations, and a 30 fps video in which one walks in
+    between two detections (every 0.2 s), walks off and comes back elsewhere, while another DNP member stands."""
+    from tests.media_samples import animation, video
 
-    small = cv2.resize(group, (640, 443), interpolation=cv2.INTER_AREA)
-    x1, y1, x2, y2 = (int(v) for v in dnp_box)
-    margin_x, margin_y = (x2 - x1) // 2, (y2 - y1) // 2
-    portrait = group[max(0, y1 - margin_y) : y2 + margin_y, max(0, x1 - margin_x) : x2 + margin_x]
-    dnp_later = faceless_then(cv2.resize(portrait, None, fx=1.5, fy=1.5, interpolation=cv2.INTER_CUBIC))
+    scale = MEDIA_SIDE / group.shape[0]
+    small = cv2.resize(group, (round(group.shape[1] * scale), MEDIA_SIDE), interpolation=cv2.INTER_AREA)
+    everyone = [(index, tuple(float(v) * scale for v in face.box)) for index, face in enumerate(group_faces)]
+    walker = min(dnp, default=0)
+    portrait, box = guest(group, group_faces[walker].box, scale=1.2)
+    crowd = faceless_then(small, everyone)
+    alone = faceless_then(portrait, [(walker, box)])
+    walking = walking_scene(group, group_faces, dnp)
     region = [{"x": 0.1, "y": 0.1, "w": 0.2, "h": 0.2}]
-    # thumbnail_dims in the event without DNP members would publish the upload itself: the dangerous path.
-    return [
-        ("animated GIF", animation(faceless_then(small), "GIF"), "thumbnail_dims", plain_event, []),
-        ("APNG", animation(faceless_then(small), "PNG"), "thumbnail_dims", plain_event, []),
-        ("MP4", video(faceless_then(small), ".mp4"), "thumbnail_dims", plain_event, []),
-        ("MP4 with a blur region", video(faceless_then(small), ".mp4"), "thumbnail_dims", plain_event, region),
-        ("animated WebP", animation(faceless_then(small), "WEBP"), "face_process", hostile_event, []),
-        ("WebM", video(faceless_then(small), ".webm"), "face_process", hostile_event, []),
-        ("MOV", video(faceless_then(small), ".mov"), "thumbnail_dims", hostile_event, []),
-        ("animated WebP, DNP face after a faceless frame 0", animation(dnp_later, "WEBP"), "face_process",
-         hostile_event, []),
-        ("animated GIF, DNP face after a faceless frame 0", animation(dnp_later, "GIF"), "thumbnail_dims",
-         hostile_event, []),
+
+    def made(name: str, kind: str, scene: Scene, data: bytes, event) -> MediaUpload:
+        frames = len(decode_media(data, kind)[1])
+        assert frames == len(scene.frames), f"{name}: {frames} frames decoded of the {len(scene.frames)} encoded"
+        faces = dnp if event is hostile_event else {}
+        shown = [tuple((faces[index], box) for index, box in seen if index in faces) for seen in scene.shown]
+        return MediaUpload(name, kind, frames, tuple(shown))
+
+    # thumbnail_dims in the event without DNP members once published a still as the upload itself.
+    uploads = [
+        ("animated GIF", "animated", crowd, animation(crowd.frames, "GIF"), "thumbnail_dims", plain_event, []),
+        ("APNG", "animated", crowd, animation(crowd.frames, "PNG"), "thumbnail_dims", plain_event, []),
+        ("MP4", "video", crowd, video(crowd.frames, ".mp4"), "thumbnail_dims", plain_event, []),
+        ("MP4 with a blur region", "video", crowd, video(crowd.frames, ".mp4"), "thumbnail_dims", plain_event,
+         region),
+        ("animated WebP", "animated", crowd, animation(crowd.frames, "WEBP"), "face_process", hostile_event, []),
+        ("WebM", "video", crowd, video(crowd.frames, ".webm"), "face_process", hostile_event, []),
+        ("MOV", "video", crowd, video(crowd.frames, ".mov"), "thumbnail_dims", hostile_event, []),
+        ("animated WebP, DNP face after a faceless frame 0", "animated", alone, animation(alone.frames, "WEBP"),
+         "face_process", hostile_event, []),
+        ("animated GIF, DNP face after a faceless frame 0", "animated", alone, animation(alone.frames, "GIF"),
+         "thumbnail_dims", hostile_event, []),
+        ("MP4 30 fps H.264, DNP face walks in after frame 0", "video", walking, h264(walking.frames, fps=30),
+         "face_process", hostile_event, []),
     ]  # fmt: skip
+    return [
+        (made(name, kind, scene, data, event), data, job, event, regions)
+        for name, kind, scene, data, job, event, regions in uploads
+    ]
+
+
+def guest(group: np.ndarray, face_box, scale: float) -> tuple[np.ndarray, Box]:
+    """The face at `face_box` (t1's pixels) with half its size around it, resized by `scale`; and its box there."""
+    x1, y1, x2, y2 = (float(v) for v in face_box)
+    height, width = group.shape[:2]
+    left, top = max(0, int(x1 - (x2 - x1) / 2)), max(0, int(y1 - (y2 - y1) / 2))
+    right, bottom = min(width, int(x2 + (x2 - x1) / 2)), min(height, int(y2 + (y2 - y1) / 2))
+    size = (round((right - left) * scale), round((bottom - top) * scale))
+    pixels = cv2.resize(group[top:bottom, left:right], size, interpolation=cv2.INTER_CUBIC)
+    return pixels, ((x1 - left) * scale, (y1 - top) * scale, (x2 - left) * scale, (y2 - top) * scale)
+
+
+def faceless_then(image: np.ndarray, faces: list[tuple[int, Box]], count: int = 4) -> Scene:
+    """Frame 0 shows no one (a grey card); every later frame is `image`, with `faces` in it."""
+    frames = [np.full_like(image, 128)] + [image.copy() for _ in range(count - 1)]
+    return stamped(Scene(frames, [[]] + [list(faces) for _ in range(count - 1)]))
+
+
+def stamped(scene: Scene) -> Scene:
+    """Each frame's index as a row of black and white cells in its bottom-right corner, away from any face: no
+    two neighbours alike (GIF and WebP encoders fold identical ones into one, which would change the count)."""
+    for index, frame in enumerate(scene.frames):
+        height, width = frame.shape[:2]
+        for bit in range(7):
+            right = width - 4 - bit * 8
+            frame[height - 12 : height - 4, right - 8 : right] = 235 if index >> bit & 1 else 16
+    return scene
+
+
+def walking_scene(group: np.ndarray, group_faces, dnp: dict[int, uuid.UUID], count: int = 45) -> Scene:
+    """640x360, 45 frames (1.5 s at 30 fps) on a plain gradient. Along the bottom stand a guest who is no DNP
+    member and a DNP member (their face from frame 0). Along the top a DNP member walks in at frame 4 (0.133 s,
+    between the detections at 0 and 0.2 s), walks right 8 px a frame to frame 19, is gone from frame 20 to 26,
+    and comes back at frame 27 (0.9 s, again between two detections) further right, walking left."""
+    dnp_indices = sorted(dnp) or [0, 1]
+    walker = dnp_indices[0]
+    standing = [next(i for i in range(len(group_faces)) if i not in dnp_indices), dnp_indices[-1]]  # two
+    width, height = 640, MEDIA_SIDE
+    xs = np.linspace(0.0, 1.0, width, dtype=np.float32)[None, :]
+    ys = np.linspace(0.0, 1.0, height, dtype=np.float32)[:, None]
+    shade = 150 + 40 * xs + 20 * ys
+    base = np.clip(np.dstack([shade - 10, shade, shade + 8]), 0, 255).astype(np.uint8)
+    still = []
+    for slot, index in enumerate(standing):
+        pixels, (x1, y1, x2, y2) = guest(group, group_faces[index].box, scale=0.55)
+        left, top = 30 + slot * 200, height - pixels.shape[0] - 16
+        base[top : top + pixels.shape[0], left : left + pixels.shape[1]] = pixels
+        still.append((index, (left + x1, top + y1, left + x2, top + y2)))
+    pixels, (x1, y1, x2, y2) = guest(group, group_faces[walker].box, scale=0.55)
+    frames, shown = [], []
+    for frame in range(count):
+        canvas, seen = base.copy(), list(still)
+        if 4 <= frame < 20 or frame >= 27:
+            left = 20 + 8 * (frame - 4) if frame < 20 else 500 - 8 * (frame - 27)
+            canvas[4 : 4 + pixels.shape[0], left : left + pixels.shape[1]] = pixels
+            seen.append((walker, (left + x1, 4 + y1, left + x2, 4 + y2)))
+        frames.append(canvas)
+        shown.append(seen)
+    return stamped(Scene(frames, shown))
+
+
+def h264(frames: list[np.ndarray], fps: int) -> bytes:
+    """An MP4 as a phone writes one: H.264 (libx264, yuv420p) at `fps`, through PyAV."""
+    import av
+
+    out = io.BytesIO()
+    height, width = frames[0].shape[:2]
+    with av.open(out, "w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=fps)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.options = {"crf": "18", "preset": "veryfast"}
+        for index, pixels in enumerate(frames):
+            frame = av.VideoFrame.from_ndarray(pixels, format="bgr24")
+            frame.pts, frame.time_base = index, Fraction(1, fps)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    return out.getvalue()
+
+
+def refused_media(group: np.ndarray) -> dict[str, bytes]:
+    """Multi-frame uploads the worker must archive: pages (unsupported_media), a GIF longer than
+    MEDIA_MAX_DURATION_S (media_too_large), an MP4 cut before its index (undecodable_media)."""
+    from django.conf import settings
+    from PIL import Image
+
+    small = cv2.resize(group, (160, 111), interpolation=cv2.INTER_AREA)
+    pages = [Image.fromarray(cv2.cvtColor(small, cv2.COLOR_BGR2RGB)), Image.fromarray(np.full_like(small, 90))]
+    tiff, gif = io.BytesIO(), io.BytesIO()
+    pages[0].save(tiff, "TIFF", save_all=True, append_images=pages[1:])
+    # Two frames, each three quarters of the longest duration allowed.
+    pages[0].save(gif, "GIF", save_all=True, append_images=pages[1:], duration=int(settings.MEDIA_MAX_DURATION_S * 750))
+    clip = h264([small[:110], small[:110, ::-1]] * 5, fps=10)  # the moov box comes last: cut, there is none
+    return {"multi-page TIFF": tiff.getvalue(), "GIF too long": gif.getvalue(), "MP4 cut short": clip[: len(clip) // 2]}
 
 
 # -- invariants ----------------------------------------------------------------
@@ -1050,11 +1231,10 @@ def check_invariants(chaos: Chaos) -> None:
     report.handled = sum(1 for fields in lines if fields.get("event") in {"job_done", "job_archived"})
     report.invariants["1. every message deleted or archived, with a reason"] = left + unexplained
     snapshot = storage_snapshot(chaos)
-    report.invariants["2. no DNP face left unblurred in a published file"] = unblurred_published_faces(chaos)
+    unblurred = unblurred_published_faces(chaos) + unblurred_media_faces(chaos)  # stills, then every clip's frame
+    report.invariants["2. no DNP face left unblurred in a published file"] = unblurred
     report.invariants["2. no DNP face cut by the image edge left unblurred to that edge"] = unblurred_edge_cuts(chaos)
-    report.invariants["2. no multi-frame upload is ever a public or member file"] = exposed_media_photos(
-        chaos, snapshot
-    )
+    report.invariants["2. no multi-frame upload published as itself"] = media_published_as_itself(chaos, snapshot)
     report.invariants["2. no photo published before its files existed"] = chaos.early_publications
     report.invariants["3. every key a row points at exists"] = missing_row_keys(chaos)
     report.invariants["3. no orphan left after the workers' own sweeps"] = orphans_left(chaos, snapshot)
@@ -1181,11 +1361,14 @@ def published_photos():
 
 
 def unblurred_published_faces(chaos: Chaos) -> int:
-    """On the pixels: every face the blur decision marks, in every published file, differs strongly from the upload."""
+    """On the pixels: every face the blur decision marks, in every published still's file, differs strongly from
+    the upload. (A multi-frame upload's files: unblurred_media_faces.)"""
     from faces.matching import faces_to_blur
 
     violations = 0
     for photo in published_photos():
+        if str(photo.id) in chaos.media_photos:
+            continue
         upload = read_image(photo.upload_key)
         files = [(None, photo.public_key)] + [(v.user_id, v.key) for v in photo.variants.all()]
         for viewer, key in files:
@@ -1225,12 +1408,163 @@ def orphans_left(chaos: Chaos, snapshot: Snapshot) -> int:
     return len(left)
 
 
-def exposed_media_photos(chaos: Chaos, snapshot: Snapshot) -> int:
-    """Photos with a multi-frame upload that the monitor or the end saw published, named as a file, or rendered."""
-    exposed = chaos.media_exposed | exposed_media(snapshot, chaos.media_photos)
-    for photo_id in sorted(exposed):
-        chaos.report.notes.append(f"multi-frame upload exposed: photo {photo_id} ({chaos.media_photos[photo_id]})")
-    return len(exposed)
+def media_published_as_itself(chaos: Chaos, snapshot: Snapshot) -> int:
+    """Photos with a multi-frame upload published as themselves or not rendered frame by frame: what the monitor
+    saw while the run went on, the end's rows and bucket, and each published clip's files (named as the upload, of
+    another kind than .webp for an animation or .mp4 for a video, another frame count than the upload's, a
+    thumbnail that is no JPEG, a media_type other than the clip's or no duration)."""
+    from faces.models import Photo
+
+    exposed: dict[str, set[str]] = defaultdict(set)
+    for photo_id, why in chaos.media_exposed | exposed_media(snapshot, chaos.media_photos, chaos.refused_media):
+        exposed[photo_id].add(why)
+    checked = 0
+    for photo in Photo.objects.published().filter(id__in=list(chaos.media_photos)):
+        upload, problems = chaos.media_photos[str(photo.id)], exposed[str(photo.id)]
+        if photo.media_type != upload.kind or not photo.duration_ms:
+            problems.add(f"media_type {photo.media_type}, duration_ms {photo.duration_ms}")
+        files = [(photo.public_key, photo.public_thumb_key)] + [(v.key, v.thumb_key) for v in photo.variants.all()]
+        for key, thumb in files:
+            checked += 1
+            if {key, thumb} & {photo.upload_key, photo.upload_thumb_key}:
+                problems.add(f"published as itself: {key}, {thumb}")
+                continue
+            if not key.endswith(f".{MEDIA_EXTENSIONS[upload.kind]}") or not thumb.endswith("_thumb.jpg"):
+                problems.add(f"a file of another kind: {key}, {thumb}")
+            if not read_bytes(thumb).startswith(b"\xff\xd8\xff"):
+                problems.add(f"a thumbnail that is no JPEG: {thumb}")
+            frames = len(decode_media(read_bytes(key), upload.kind)[1])
+            if frames != upload.frames:
+                problems.add(f"{frames} frames in {key}, {upload.frames} in the upload")
+    named = {**{pid: upload.name for pid, upload in chaos.media_photos.items()}, **chaos.refused_media}
+    for photo_id in sorted(photo_id for photo_id, problems in exposed.items() if problems):
+        chaos.report.notes.append(
+            f"multi-frame upload published as itself: photo {photo_id} ({named[photo_id]}): "
+            + "; ".join(sorted(exposed[photo_id])[:3])
+        )
+    chaos.report.notes.append(
+        f"multi-frame files: {checked} published files of {len(chaos.media_photos)} clips checked against their "
+        f"uploads (kind, frame count, JPEG poster); {len(chaos.refused_media)} refused uploads never published"
+    )
+    return sum(1 for problems in exposed.values() if problems)
+
+
+def unblurred_media_faces(chaos: Chaos) -> int:
+    """On the pixels, frame by frame: in every published file of a multi-frame upload, each DNP member's face the
+    seed pasted into a frame (its owner's own file aside), and each face row the blur decision marks for that file
+    (at the frame of its frame_time), differs strongly from the upload's frame in each quarter of its middle.
+
+    The seed's truth comes first: a DNP face the worker did not detect, or whose track did not reach a frame
+    between two detections, is a violation. The owner's own file, where their face stays, shows what the codecs
+    alone change: the note gives its largest figure next to the blurred faces' smallest (MEDIA_BLURRED between).
+    """
+    from faces.matching import faces_to_blur
+    from faces.models import Photo
+
+    violations, checked = 0, 0
+    own: list[float] = []  # a DNP member's face in their own file: intact, unless a neighbour's blur reaches it
+    blurred: list[tuple[float, str]] = []
+    missed: list[str] = []
+    for photo in Photo.objects.published().filter(id__in=list(chaos.media_photos)):
+        upload = chaos.media_photos[str(photo.id)]
+        times, source = decode_media(read_bytes(photo.upload_key), upload.kind)
+        files = [(None, photo.public_key)] + [(v.user_id, v.key) for v in photo.variants.all()]
+        for viewer, key in files:
+            rendered = decode_media(read_bytes(key), upload.kind)[1]
+            height, width = source[0].shape[:2]
+            to_check: list[tuple[int, Box, str]] = []
+            for frame, shown in enumerate(upload.dnp):
+                for owner, box in shown:
+                    if owner == viewer:
+                        if frame < len(rendered):
+                            own.append(face_change(rendered[frame][:height, :width], source[frame], box))
+                        continue
+                    to_check.append((frame, box, f"DNP member {str(owner)[:8]}'s face (seed)"))
+            for face in faces_to_blur(photo, viewer):
+                frame = frame_at(times, face.frame_time)
+                box = (face.box_x * width, face.box_y * height, (face.box_x + face.box_w) * width,
+                       (face.box_y + face.box_h) * height)  # fmt: skip
+                if not any(f == frame and iou(box, b) >= 0.3 for f, b, _ in to_check):
+                    to_check.append((frame, box, f"face row track {face.track} (marked)"))
+            for frame, box, what in to_check:
+                checked += 1
+                if frame >= len(rendered):
+                    violations += 1  # frames missing: the frame-count check names it
+                    continue
+                change = face_change(rendered[frame][:height, :width], source[frame], box)
+                where = (
+                    f"{upload.name}, {'public' if viewer is None else 'own'} file {key.rsplit('/', 1)[-1]}, "
+                    f"frame {frame} ({times[frame]:.3f} s): {what} at {tuple(round(v) for v in box)}, "
+                    f"change {change:.1f}"
+                )
+                if change < MEDIA_BLURRED:
+                    violations += 1
+                    missed.append(where)
+                else:
+                    blurred.append((change, where))
+    intact = [change for change in own if change < MEDIA_BLURRED]
+    note = (
+        f"multi-frame DNP faces: {checked} (file, frame, face) checked, threshold {MEDIA_BLURRED:g} per quarter; "
+        f"least blurred: {min(blurred, default=(0.0, 'none'))[1]}; DNP members' own faces in their own files: "
+        f"{len(intact)} intact (codec alone), changed at most {max(intact, default=float('nan')):.1f}, "
+        f"{len(own) - len(intact)} blurred there too (fail-closed: a neighbour's track, an unidentifiable DNP member)"
+    )
+    if missed:
+        note += f"; NOT blurred: {'; '.join(missed[:8])}" + (
+            f" (and {len(missed) - 8} more)" if len(missed) > 8 else ""
+        )
+    chaos.report.notes.append(note)
+    return violations
+
+
+def decode_media(data: bytes, kind: str) -> tuple[list[float], list[np.ndarray]]:
+    """Every frame's time (seconds from the first, as the worker counts them) and BGR pixels: an animation as
+    Pillow composes it (seek, convert("RGB")), a video as PyAV decodes it."""
+    if kind == "video":
+        import av
+
+        with av.open(io.BytesIO(data)) as container:
+            stream = container.streams.video[0]
+            decoded = [(frame.pts, frame.to_ndarray(format="bgr24")) for frame in container.decode(stream)]
+            first = min((pts for pts, _ in decoded if pts is not None), default=0)
+            times = [float((pts - first) * stream.time_base) if pts is not None else 0.0 for pts, _ in decoded]
+        return times, [pixels for _, pixels in decoded]
+    from PIL import Image
+
+    times, frames, start = [], [], 0
+    with Image.open(io.BytesIO(data)) as image:
+        for index in range(getattr(image, "n_frames", 1)):
+            image.seek(index)
+            frames.append(cv2.cvtColor(np.asarray(image.convert("RGB")), cv2.COLOR_RGB2BGR))
+            times.append(start / 1000)
+            start += int(image.info.get("duration", 0) or 0)
+    return times, frames
+
+
+def frame_at(times: list[float], time: float | None) -> int:
+    """The index of the frame shown at `time` (the last one starting at or before it)."""
+    if time is None:
+        return 0
+    return max((index for index, start in enumerate(times) if start <= time + 1e-3), default=0)
+
+
+def face_change(rendered: np.ndarray, source: np.ndarray, box: Box) -> float:
+    """The smallest mean absolute difference over the four quarters of a face's middle (60 % of its box): a blur
+    changes all four; a codec, or a blur box that lags a moving face, leaves one nearly as it was."""
+    height, width = source.shape[:2]
+    x1, y1, x2, y2 = box
+    cx1, cx2 = max(0, int(x1 + 0.2 * (x2 - x1))), min(width, int(x1 + 0.8 * (x2 - x1)))
+    cy1, cy2 = max(0, int(y1 + 0.2 * (y2 - y1))), min(height, int(y1 + 0.8 * (y2 - y1)))
+    mx, my = (cx1 + cx2) // 2, (cy1 + cy2) // 2
+    quarters = [(slice(cy1, my), slice(cx1, mx)), (slice(cy1, my), slice(mx, cx2)),
+                (slice(my, cy2), slice(cx1, mx)), (slice(my, cy2), slice(mx, cx2))]  # fmt: skip
+    return min(difference(rendered[rows, columns], source[rows, columns]) for rows, columns in quarters)
+
+
+def iou(a: Box, b: Box) -> float:
+    inter = max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
 
 
 def unblurred_edge_cuts(chaos: Chaos) -> int:
@@ -1296,13 +1630,20 @@ def sweep_summary(lines: list[dict]) -> str:
 
 
 def media_summary(chaos: Chaos, lines: list[dict]) -> str:
-    """How each multi-frame upload's jobs ended, from the workers' log lines."""
-    ends: Counter = Counter()
-    for fields in lines:
-        if fields.get("photo_id") in chaos.media_photos and fields.get("event") in {"job_done", "job_archived"}:
-            ends[fields.get("reason") or fields.get("outcome")] += 1
-    outcomes = ", ".join(f"{what} {count}" for what, count in sorted(ends.items()))
-    return f"multi-frame uploads: {len(chaos.media_photos)} photos; their jobs ended: {outcomes or 'never'}"
+    """How each multi-frame upload's jobs ended, from the workers' log lines: the clips, and those refused."""
+
+    def ended(photos) -> str:
+        ends = Counter(
+            fields.get("reason") or fields.get("outcome")
+            for fields in lines
+            if fields.get("photo_id") in photos and fields.get("event") in {"job_done", "job_archived"}
+        )
+        return ", ".join(f"{what} {count}" for what, count in sorted(ends.items())) or "never"
+
+    return (
+        f"multi-frame uploads: {len(chaos.media_photos)} clips, their jobs ended: {ended(chaos.media_photos)}; "
+        f"{len(chaos.refused_media)} to refuse, their jobs ended: {ended(chaos.refused_media)}"
+    )
 
 
 def changed_uploads(chaos: Chaos) -> int:
@@ -1323,10 +1664,13 @@ def outcome_mismatches(chaos: Chaos, lines: list[dict]) -> int:
     from faces.models import Photo
 
     last: dict[str, str] = {}
+    refused: dict[str, str] = {}
     for fields in lines:
         if "photo_id" in fields and fields.get("event") in {"job_done", "job_archived"}:
             if fields.get("outcome") in {"completed", "archived"}:
                 last[fields["photo_id"]] = fields["outcome"]
+            if fields.get("reason") in REFUSALS and fields["photo_id"] in chaos.media_photos:
+                refused[fields["photo_id"]] = fields["reason"]
     mismatches = 0
     for photo in Photo.objects.filter(id__in=[p for p in last if is_uuid(p)]):
         outcome = last[str(photo.id)]
@@ -1334,11 +1678,17 @@ def outcome_mismatches(chaos: Chaos, lines: list[dict]) -> int:
             mismatches += 1
         elif outcome == "completed" and (photo.processed_at is None or not expected_files_present(chaos, photo)):
             mismatches += 1
+            chaos.report.notes.append(f"photo {photo.id} completed without its files")
+    # A clip of the seed is processed like a photo: the worker refusing one (as it once refused them all) is not.
+    for photo_id, reason in sorted(refused.items()):
+        mismatches += 1
+        chaos.report.notes.append(f"clip refused: photo {photo_id} ({chaos.media_photos[photo_id].name}): {reason}")
     return mismatches
 
 
 def expected_files_present(chaos: Chaos, photo) -> bool:
-    """N DNP subjects matched → N+1 files and thumbnails under the current version; none when nothing is blurred."""
+    """N DNP subjects matched → N+1 files and thumbnails under the current version; none when nothing is blurred,
+    unless the upload is an animation or a video (it is never published as itself: its N+1 files always)."""
     from faces.matching import faces_to_blur
     from faces.models import EventMember
 
@@ -1347,14 +1697,18 @@ def expected_files_present(chaos: Chaos, photo) -> bool:
     needs_files = bool(photo.blur_regions) or bool(faces_to_blur(photo, None))
     prefix = f"events/{photo.event_id}/photos/{photo.id}/v{photo.variant_version}/"
     listed = chaos.s3.client().list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("KeyCount", 0)
-    if not needs_files:
+    if not needs_files and str(photo.id) not in chaos.media_photos:
         return listed == 0 and photo.public_key == photo.upload_key
     return listed == 2 * (1 + len(own))
 
 
-def read_image(key: str) -> np.ndarray:
+def read_bytes(key: str) -> bytes:
     from django.core.files.storage import default_storage
 
     with default_storage.open(key, "rb") as handle:
-        data = handle.read()
+        return handle.read()
+
+
+def read_image(key: str) -> np.ndarray:
+    data = read_bytes(key)
     return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)

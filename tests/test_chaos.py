@@ -39,11 +39,17 @@ def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
     archived_as = set(re.findall(r"^\| archived: (\w+) \|", table, re.M))
     # A fault during a hostile message's three tries archives it as `failed` instead of its own
     # reason (invariant 1 still holds): its own reason shows whenever the faults spared it.
-    missing = {reason for reason in (*reasons, "unsupported_media") if reason not in archived_as}
+    media = ("unsupported_media", "media_too_large", "undecodable_media")  # pages, a GIF too long, a cut MP4
+    missing = {reason for reason in (*reasons, *media) if reason not in archived_as}
     assert not missing or "failed" in archived_as, missing
     assert len(missing) <= 2, f"the faults hid too many hostile inputs: {missing}"
     assert re.search(r"^\| orphan survived at most, s \| \d+\.\d \|$", table, re.M)
     assert "edge-cut DNP faces in published photos:" in table
+    # Animations and videos are processed: published as rendered files, checked frame by frame.
+    assert re.search(r"^note: multi-frame uploads: \d+ clips, their jobs ended: completed [1-9]", table, re.M)
+    assert re.search(r"^note: multi-frame DNP faces: [1-9]\d* \(file, frame, face\) checked", table, re.M)
+    assert re.search(r"^note: multi-frame files: [1-9]\d* published files", table, re.M)
+    assert "| 2. no multi-frame upload published as itself | 0 |" in table
     invariants = re.findall(r"^\| (\d\. [^|]+) \| (\d+) \|$", table, re.M)
     assert len(invariants) == 11
     assert all(count == "0" for _, count in invariants)
