@@ -105,6 +105,8 @@ ORT_PROVIDERS = os.environ.get("ORT_PROVIDERS", "CPUExecutionProvider").split(",
 
 # Animated images and videos (docs/ARCHITECTURE.md §11): beyond any of these limits the
 # message is archived on its first try (`media_too_large`) and the photo stays unpublished.
+# No upload larger than this is read (a minute of 4K video at 40 Mbit/s is 300 MB).
+MEDIA_MAX_UPLOAD_BYTES = int(os.environ.get("MEDIA_MAX_UPLOAD_BYTES", "400000000"))
 MEDIA_MAX_FRAMES = int(os.environ.get("MEDIA_MAX_FRAMES", "1800"))
 MEDIA_MAX_DURATION_S = float(os.environ.get("MEDIA_MAX_DURATION_S", "60"))
 MEDIA_MAX_FRAME_PIXELS = int(os.environ.get("MEDIA_MAX_FRAME_PIXELS", str(3840 * 2160)))

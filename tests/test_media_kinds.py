@@ -129,6 +129,14 @@ def test_an_animation_cut_short_is_archived_on_its_first_try(group, test_thresho
     archived_unpublished(data[: len(data) // 2], reason)
 
 
+def test_an_upload_over_the_byte_limit_is_never_read_whole(group, test_thresholds, settings):
+    """Whatever its kind: the bytes are counted while they are read, before any header is looked at."""
+    settings.MEDIA_MAX_UPLOAD_BYTES = 10_000
+    data = video([small(group)] * 4, ".mp4")
+    assert len(data) > 10_000
+    archived_unpublished(data, "media_too_large")
+
+
 def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting(
     group, group_faces, test_thresholds, monkeypatch
 ):
