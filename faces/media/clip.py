@@ -1,16 +1,24 @@
 """What the media path needs of an animated image or a video: its frames, twice, and files rendered from them."""
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from faces.images import MediaKind
 from faces.rendering.codec import encode_jpeg, thumbnail
 
-# Paints one output's blur onto a frame shown at `time` seconds (BGR, in place).
-Painter = Callable[[float, np.ndarray], None]
+
+class Painter(Protocol):
+    """One output's blur."""
+
+    def touches(self, time: float) -> bool:
+        """Whether the frame shown at `time` gets any blur (if not, it can be encoded as decoded)."""
+
+    def __call__(self, time: float, frame: np.ndarray) -> None:
+        """Paint the blur onto the frame shown at `time` (BGR, in place)."""
 
 
 @dataclass(frozen=True)

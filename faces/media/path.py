@@ -5,6 +5,8 @@ every frame of every file (docs/ARCHITECTURE.md §11).
 stored tracks and never detects (a track's reach depends on its sightings alone, faces/media/tracks.py).
 """
 
+from dataclasses import dataclass
+
 import numpy as np
 from django.utils import timezone
 
@@ -14,7 +16,7 @@ from faces.geometry import restored_face_box
 from faces.images import MediaKind
 from faces.matching import PhotoMatch
 from faces.media.animated import AnimatedImage
-from faces.media.clip import Clip, Painter
+from faces.media.clip import Clip
 from faces.media.tracks import Track, link, scheduled, tracks_of
 from faces.media.video import Video
 from faces.models import Face, Photo
@@ -79,18 +81,30 @@ def clip_tracks(faces: list[Face], clip: Clip) -> dict[int, Track]:
     return tracks_of(sightings)
 
 
-def _painter(file: PlannedFile, tracks: dict[int, Track], regions: list, width: int, height: int) -> Painter:
-    blurred = [tracks[number] for number in sorted({face.track for face in file.faces})]
+@dataclass(frozen=True)
+class BlurPainter:
+    """The blur of one planned file: its blurred tracks where they are at each time, and the regions."""
 
-    def paint(time: float, frame: np.ndarray) -> None:
-        for track in blurred:
+    tracks: list[Track]
+    regions: list
+    width: int
+    height: int
+
+    def touches(self, time: float) -> bool:
+        return bool(self.regions) or any(track.boxes_at(time) for track in self.tracks)
+
+    def __call__(self, time: float, frame: np.ndarray) -> None:
+        for track in self.tracks:
             for box in track.boxes_at(time):
                 x1, y1, x2, y2 = (float(v) for v in box)
-                blur_ellipse(frame, expanded_face_box((x1, y1, x2 - x1, y2 - y1), width, height))
-        for region in regions:
+                blur_ellipse(frame, expanded_face_box((x1, y1, x2 - x1, y2 - y1), self.width, self.height))
+        for region in self.regions:
             blur_rectangle(frame, region)
 
-    return paint
+
+def _painter(file: PlannedFile, tracks: dict[int, Track], regions: list, width: int, height: int) -> BlurPainter:
+    blurred = [tracks[number] for number in sorted({face.track for face in file.faces})]
+    return BlurPainter(blurred, regions, width, height)
 
 
 def _box(face: Face) -> tuple[float, float, float, float]:

@@ -56,6 +56,8 @@ class Video(Clip):
         # and the outputs are written upright, with no matrix.
         self._rotation = self._first_frame().rotation % 360
         self.width, self.height = (height, width) if self._rotation in (90, 270) else (width, height)
+        # Frames with nothing to blur skip the BGR round trip, unless they need turning or padding.
+        self._as_decoded = self._rotation == 0 and width % 2 == 0 and height % 2 == 0
 
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         for frame, time in self._timed(self._decoded_frames()):
@@ -99,8 +101,14 @@ class Video(Clip):
             try:
                 frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
                 for frame, time in self._timed(frames):
-                    pixels, pts = self._upright(frame), self._pts(frame, time)
+                    pixels, pts = None, self._pts(frame, time)
                     for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
+                        if self._as_decoded and posters[index] and not painter.touches(time):
+                            # Nothing to blur here: the decoded frame goes to the encoder as it is,
+                            # without a copy or a conversion to BGR and back.
+                            output.decoded(frame, pts, self._time_base)
+                            continue
+                        pixels = self._upright(frame) if pixels is None else pixels
                         painted = pixels.copy()
                         painter(time, painted)
                         posters[index] = posters[index] or poster(painted)
@@ -195,6 +203,16 @@ class _Output:
         frame = av.VideoFrame.from_ndarray(painted, format="bgr24")
         frame.pts, frame.time_base = pts, time_base
         self.container.mux(self.stream.encode(frame))
+
+    def decoded(self, frame: av.VideoFrame, pts: int, time_base: Fraction) -> None:
+        """A decoded frame as it is (the encoder converts its pixel format if it must). Encoding may
+        rebase its timestamp in place, and the next output encodes the same frame: it is restored."""
+        saved = frame.pts, frame.time_base
+        frame.pts, frame.time_base = pts, time_base
+        try:
+            self.container.mux(self.stream.encode(frame))
+        finally:
+            frame.pts, frame.time_base = saved
 
     def copy_audio(self, packet: av.Packet) -> None:
         # Muxing rescales the packet's timestamps in place: every output gets the original ones.
