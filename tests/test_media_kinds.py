@@ -5,7 +5,9 @@ several frames but is no animation (TIFF pages) and a clip used as a reference s
 """
 
 import io
+from fractions import Fraction
 
+import av
 import cv2
 import numpy as np
 import pytest
@@ -15,7 +17,7 @@ from faces.engines.base import FaceEngine
 from faces.models import EventMember, Photo
 from tests import factories
 from tests.media_samples import animation, faceless_then, video
-from tests.publishing_helpers import run_worker_drain
+from tests.publishing_helpers import read_bytes, run_worker_drain
 from tests.queue_helpers import archived, queue_rows, send
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
@@ -135,6 +137,29 @@ def test_an_upload_over_the_byte_limit_is_never_read_whole(group, test_threshold
     data = video([small(group)] * 4, ".mp4")
     assert len(data) > 10_000
     archived_unpublished(data, "media_too_large")
+
+
+def test_a_video_s_location_and_other_metadata_stay_out_of_its_files(group, test_thresholds, tmp_path):
+    """Phones write where a clip was shot into the container; derived files carry no metadata of the upload."""
+    path = tmp_path / "clip.mov"
+    with av.open(str(path), "w", format="mov") as container:
+        container.metadata["location"] = "+48.8577+002.2950/"
+        stream = container.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 640, 442, "yuv420p"
+        for index in range(5):
+            frame = av.VideoFrame.from_ndarray(small(group)[:442], format="bgr24")
+            frame.pts, frame.time_base = index, Fraction(1, 10)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    assert b"48.8577" in path.read_bytes()
+    photo = factories.photo(factories.event(), data=path.read_bytes())
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    rendered_not_itself(photo, "video", "mp4")
+    published = read_bytes(photo.public_key)
+    assert b"48.8577" not in published
+    with av.open(io.BytesIO(published)) as container:
+        assert "location" not in container.metadata
 
 
 def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting(
