@@ -16,7 +16,8 @@ CLUSTER_LOCK = 0x4D4C434C
 
 
 def assign_clusters(faces: list[Face], threshold: float | None) -> None:
-    """Put each unmatched, unclustered face in its event's nearest cluster, or a new one.
+    """Put each unmatched, unclustered face in its event's nearest cluster, or a new one; a clip's
+    track (one identity, docs/ARCHITECTURE.md §11) goes into one cluster whole.
 
     A face that is now matched leaves its cluster. With threshold None nothing is clustered.
     The event's cluster lock is taken first, when there is anything to do.
@@ -25,11 +26,24 @@ def assign_clusters(faces: list[Face], threshold: float | None) -> None:
     if not work:
         return
     lock_event_clusters(work[0].event_id)
-    for face in work:
-        if face.matched_user_id is not None:
-            _leave_cluster(face)
+    for identity in _identities(work):
+        if identity[0].matched_user_id is not None:
+            for face in identity:
+                _leave_cluster(face)
         else:
-            _join_nearest(face, threshold)
+            _join_nearest(identity, threshold)
+
+
+def _identities(faces: list[Face]) -> list[list[Face]]:
+    """The faces of one track together; a still's faces (no track) one by one."""
+    tracks: dict[int, list[Face]] = {}
+    alone = []
+    for face in faces:
+        if face.track is None:
+            alone.append([face])
+        else:
+            tracks.setdefault(face.track, []).append(face)
+    return alone + list(tracks.values())
 
 
 def lock_event_clusters(event_id) -> None:
@@ -53,19 +67,25 @@ def nearest_cluster(event_id, embedding: np.ndarray) -> UnknownCluster | None:
     )
 
 
-def _join_nearest(face: Face, threshold: float) -> None:
-    embedding = np.asarray(face.embedding, dtype=np.float32)
-    nearest = nearest_cluster(face.event_id, embedding)
+def _join_nearest(faces: list[Face], threshold: float) -> None:
+    """One identity's faces into the cluster nearest to its surest face (or a new one)."""
+    surest = max(faces, key=lambda face: face.det_score)
+    embeddings = np.array([face.embedding for face in faces], dtype=np.float32)
+    nearest = nearest_cluster(surest.event_id, np.asarray(surest.embedding, dtype=np.float32))
     if nearest is not None and 1.0 - nearest.distance >= threshold:
-        total = np.asarray(nearest.centroid, dtype=np.float32) * nearest.face_count + embedding
+        total = np.asarray(nearest.centroid, dtype=np.float32) * nearest.face_count + embeddings.sum(axis=0)
         nearest.centroid = total / np.linalg.norm(total)
-        nearest.face_count += 1
+        nearest.face_count += len(faces)
         nearest.save(update_fields=["centroid", "face_count"])
         cluster = nearest
     else:
-        cluster = UnknownCluster.objects.create(event_id=face.event_id, centroid=embedding, face_count=1)
-    face.unknown_cluster = cluster
-    face.save(update_fields=["unknown_cluster"])
+        total = embeddings.sum(axis=0)
+        cluster = UnknownCluster.objects.create(
+            event_id=surest.event_id, centroid=total / np.linalg.norm(total), face_count=len(faces)
+        )
+    for face in faces:
+        face.unknown_cluster = cluster
+    Face.objects.bulk_update(faces, ["unknown_cluster"])
 
 
 def _leave_cluster(face: Face) -> None:

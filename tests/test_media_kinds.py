@@ -14,7 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from faces.engines.base import FaceEngine
-from faces.models import EventMember, Photo
+from faces.models import EventMember, Photo, UnknownCluster
 from tests import factories
 from tests.media_samples import animation, faceless_then, video
 from tests.publishing_helpers import read_bytes, run_worker_drain
@@ -160,6 +160,22 @@ def test_a_video_s_location_and_other_metadata_stay_out_of_its_files(group, test
     assert b"48.8577" not in published
     with av.open(io.BytesIO(published)) as container:
         assert "location" not in container.metadata
+
+
+def test_a_track_of_unknown_faces_goes_into_one_cluster_whole(group, test_thresholds):
+    """One identity per track: its faces are clustered together, counted once each."""
+    frames = [np.roll(small(group), shift, axis=1) for shift in (0, 6, 12, 18)]
+    photo = factories.photo(factories.event(), data=animation(frames, "WEBP"))
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    rows = list(photo.faces.values_list("track", "unknown_cluster_id"))
+    by_track = {}
+    for track, cluster in rows:
+        by_track.setdefault(track, set()).add(cluster)
+    assert len(by_track) == 6, "t1's six guests, each linked across the 4 frames"
+    assert all(len(clusters) == 1 and None not in clusters for clusters in by_track.values()), by_track
+    counts = dict(UnknownCluster.objects.filter(event_id=photo.event_id).values_list("id", "face_count"))
+    assert sum(counts.values()) == len(rows)
 
 
 def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting(
