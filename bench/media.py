@@ -32,7 +32,11 @@ also re-encodes its output, not counted here). Its cost per frame does not chang
 cores - 1); x264 and the decoder pick their own threads whatever it says. The machine runs other
 work at the same time: the figures are noisy, the ratios less so.
 
+Last, the recall of the video plan by face width (bench/face_recall.py's pasted real faces in 720p
+and 1080p frames): what the cadence's looks can find.
+
 Usage: python bench/media.py [--seconds 15] [--threads "1 2"] [--anchor-seconds 3] [--skip-anchor]
+       [--skip-recall]
 """
 
 import argparse
@@ -72,6 +76,7 @@ def main() -> None:
     parser.add_argument("--threads", default="1 2", help='onnxruntime intra-op thread counts, e.g. "1 2"')
     parser.add_argument("--anchor-seconds", type=float, default=3.0, help="CenterFace: this much of the 1080p clip")
     parser.add_argument("--skip-anchor", action="store_true", help="no CenterFace rows")
+    parser.add_argument("--skip-recall", action="store_true", help="no recall table of the video plan")
     args = parser.parse_args()
     thread_counts = [int(t) for t in args.threads.replace(",", " ").split()]
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
@@ -107,6 +112,9 @@ def main() -> None:
     print_breakdown(rows, decode_s)
     print_anchor(anchors, rows, args.skip_anchor)
     print_animated(animated)
+    if not args.skip_recall:
+        log("recall of the video plan ...")
+        print_recall(video_plan_recall(load_engine(thread_counts[0])))
     print(
         f"\nPeak RSS {peak_mb():.0f} MB (after building the clips: {rss_clips:.0f} MB; the clips' bytes: "
         + ", ".join(f"{name} {len(data) / 1e6:.1f} MB" for name, data in clips.items())
@@ -544,6 +552,42 @@ def detection_interval() -> float:
     from faces.media.tracks import DETECT_INTERVAL_S
 
     return DETECT_INTERVAL_S
+
+
+RECALL_WIDTHS = (24, 32, 40, 48, 64, 96)
+RECALL_SCENES, RECALL_FACES, RECALL_SEED = 3, 8, 7
+
+
+def video_plan_recall(engine) -> dict:
+    """{(frame, face width): (found, pasted)}: bench/face_recall.py's real faces pasted into 720p and
+    1080p frames, found by `engine.detect(frame, video_frame=True)` (IoU >= its MATCH_IOU)."""
+    from bench import face_recall
+    from faces.engines.pyramid import iou
+
+    sources = face_recall.face_sources(engine)
+    rng = np.random.default_rng(RECALL_SEED)
+    tally = {}
+    for name, size in SIZES.items():
+        face_recall.SIZES[name] = size
+        for width in RECALL_WIDTHS:
+            found = total = 0
+            for _ in range(RECALL_SCENES):
+                image, truth = face_recall.pasted_scene(rng, sources, name, [width] * RECALL_FACES)
+                boxes = np.array([d.box for d in engine.detect(image, video_frame=True)], np.float32).reshape(-1, 4)
+                total += len(truth)
+                found += sum(bool(len(boxes)) and iou(box[None], boxes).max() >= face_recall.MATCH_IOU for box in truth)
+            tally[name, width] = (found, total)
+    return tally
+
+
+def print_recall(tally: dict) -> None:
+    scenes = f"{RECALL_SCENES} scenes of {RECALL_FACES} faces per width"
+    print(f"\n## Recall of the video plan (`video_frame=True`), {scenes}")
+    print("\n| frame | " + " | ".join(f"{width} px" for width in RECALL_WIDTHS) + " |")
+    print("|---|" + "---:|" * len(RECALL_WIDTHS))
+    for name in SIZES:
+        cells = [f"{found}/{total}" for found, total in (tally[name, width] for width in RECALL_WIDTHS)]
+        print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 def peak_mb() -> float:
