@@ -343,64 +343,57 @@ class TimedPainter:
         self.cell[0] += time.perf_counter() - began
 
 
-def measure_video(name: str, data: bytes, engine, threads: int, every_frame: bool) -> Run:
+def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int, list, dict]:
+    """Open, detect and render one clip as faces/media/path.py does, timing each stage:
+    (clip, detections, track count, rendered files, the stages' seconds and analyze's calls)."""
     from faces.media import path
-    from faces.media.video import Video
-
-    analyze, paint = [0.0, 0], [0.0]
-    with every_frame_schedule() if every_frame else contextlib.nullcontext():
-        began = time.perf_counter()
-        clip = Video(data)
-        opened = time.perf_counter()
-        with timed_method(engine, "analyze", analyze):
-            found = path.detect_clip(clip, engine)
-        detected = time.perf_counter()
-        painters, tracks = painters_for(clip, found, paint)
-        files = clip.render(painters)
-        rendered = time.perf_counter()
-    return Run(
-        name,
-        threads,
-        every_frame,
-        clip.duration_ms / 1000,
-        clip.frame_count,
-        detected_frames=analyze[1],
-        detections=len(found),
-        tracks=tracks,
-        open_s=opened - began,
-        detect_s=detected - opened,
-        analyze_s=analyze[0],
-        render_s=rendered - detected,
-        paint_s=paint[0],
-        output_mb=[len(file.data) / 1e6 for file in files],
-    )
-
-
-def measure_animated(data: bytes, engine, threads: int) -> dict:
-    from faces.media import path
-    from faces.media.animated import AnimatedImage
 
     analyze, paint = [0.0, 0], [0.0]
     began = time.perf_counter()
-    clip = AnimatedImage(data)
+    clip = open_clip(data)
     opened = time.perf_counter()
     with timed_method(engine, "analyze", analyze):
         found = path.detect_clip(clip, engine)
     detected = time.perf_counter()
     painters, tracks = painters_for(clip, found, paint)
-    clip.render(painters)
+    files = clip.render(painters)
     rendered = time.perf_counter()
-    return {
-        "threads": threads,
-        "frames": clip.frame_count,
-        "detections": len(found),
-        "tracks": tracks,
+    stages = {
         "open_s": opened - began,
         "detect_s": detected - opened,
         "analyze_s": analyze[0],
         "render_s": rendered - detected,
         "paint_s": paint[0],
     }
+    return clip, found, tracks, files, {**stages, "analyze_calls": analyze[1]}
+
+
+def measure_video(name: str, data: bytes, engine, threads: int, every_frame: bool) -> Run:
+    from faces.media.video import Video
+
+    with every_frame_schedule() if every_frame else contextlib.nullcontext():
+        clip, found, tracks, files, stages = through_the_path(Video, data, engine)
+    calls = stages.pop("analyze_calls")
+    return Run(
+        name,
+        threads,
+        every_frame,
+        clip.duration_ms / 1000,
+        clip.frame_count,
+        detected_frames=calls,
+        detections=len(found),
+        tracks=tracks,
+        output_mb=[len(file.data) / 1e6 for file in files],
+        **stages,
+    )
+
+
+def measure_animated(data: bytes, engine, threads: int) -> dict:
+    from faces.media.animated import AnimatedImage
+
+    clip, found, tracks, _, stages = through_the_path(AnimatedImage, data, engine)
+    stages.pop("analyze_calls")
+    return {"threads": threads, "frames": clip.frame_count, "detections": len(found), "tracks": tracks, **stages}
 
 
 def measure_anchor(data: bytes, threads: int, seconds: float) -> dict:

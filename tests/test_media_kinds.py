@@ -40,14 +40,21 @@ def rendered_not_itself(photo: Photo, media_type: str, ext: str) -> None:
     assert not photo.faces.filter(frame_time=None).exists()
 
 
-def test_an_animation_whose_later_frames_show_a_dnp_guest_gets_a_file_of_its_own(group, group_faces, test_thresholds):
-    """The reviewer's case: frame 0 has no face, the DNP guest (ready reference) shows up after it."""
+def dnp_guest_after_frame_0(group, group_faces) -> tuple[Photo, object]:
+    """An animation whose frame 0 has no face and whose later frames show a DNP member (ready
+    reference), face_process drained: (the photo, the member)."""
     event = factories.event()
     user = factories.member(event, dnp=True)
     factories.ready_reference(user, group_faces[0].embedding, group_faces[0].engine)
     photo = factories.photo(event, data=animation(faceless_then(small(group)), "WEBP"))
     send({"job": "face_process", "photo_id": str(photo.id)})
     run_worker_drain()
+    return photo, user
+
+
+def test_an_animation_whose_later_frames_show_a_dnp_guest_gets_a_file_of_its_own(group, group_faces, test_thresholds):
+    """The reviewer's case: frame 0 has no face, the DNP guest (ready reference) shows up after it."""
+    photo, user = dnp_guest_after_frame_0(group, group_faces)
     rendered_not_itself(photo, "animated", "webp")
     assert [variant.user_id for variant in photo.variants.all()] == [user]
     assert photo.faces.filter(matched_user_id=user, frame_time__gt=0).exists()
@@ -181,12 +188,7 @@ def test_a_track_of_unknown_faces_goes_into_one_cluster_whole(group, test_thresh
 def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting(
     group, group_faces, test_thresholds, monkeypatch
 ):
-    event = factories.event()
-    user = factories.member(event, dnp=True)
-    factories.ready_reference(user, group_faces[0].embedding, group_faces[0].engine)
-    photo = factories.photo(event, data=animation(faceless_then(small(group)), "WEBP"))
-    send({"job": "face_process", "photo_id": str(photo.id)})
-    run_worker_drain()
+    photo, user = dnp_guest_after_frame_0(group, group_faces)
     photo.refresh_from_db()
     faces_before = sorted(photo.faces.values_list("id", "frame_time", "track"))
     detected_at = photo.faces_detected_at
@@ -195,7 +197,7 @@ def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting
         raise AssertionError("reprocess detected")
 
     monkeypatch.setattr(FaceEngine, "analyze", no_detection)
-    EventMember.objects.filter(event=event, user_id=user).update(status="left")
+    EventMember.objects.filter(event_id=photo.event_id, user_id=user).update(status="left")
     send({"job": "reprocess", "photo_id": str(photo.id)})
     run_worker_drain()
 
