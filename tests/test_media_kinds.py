@@ -15,6 +15,7 @@ from django.core.management import call_command
 
 from faces.engines.base import FaceEngine
 from faces.models import EventMember, Photo, UnknownCluster
+from momentlens.devservices.pixels import difference
 from tests import factories
 from tests.media_samples import animation, faceless_then, video
 from tests.publishing_helpers import read_bytes, run_worker_drain
@@ -144,6 +145,27 @@ def test_an_upload_over_the_byte_limit_is_never_read_whole(group, test_threshold
     data = video([small(group)] * 4, ".mp4")
     assert len(data) > 10_000
     archived_unpublished(data, "media_too_large")
+
+
+def test_a_blur_region_is_blurred_in_every_frame_of_a_video(group, test_thresholds):
+    """thumbnail_dims with no DNP member: still rendered (never itself), the drawn rectangle in every frame."""
+    frames = [np.roll(small(group), shift, axis=1) for shift in range(0, 60, 6)]
+    region = {"x": 0.0, "y": 0.0, "w": 0.5, "h": 0.5}
+    photo = factories.photo(factories.event(), data=video(frames, ".mp4"), blur_regions=[region])
+    send({"job": "thumbnail_dims", "photo_id": str(photo.id)})
+    run_worker_drain()
+    rendered_not_itself(photo, "video", "mp4")
+    with av.open(io.BytesIO(read_bytes(photo.upload_key))) as container:
+        upload = [frame.to_ndarray(format="bgr24") for frame in container.decode(video=0)]
+    with av.open(io.BytesIO(read_bytes(photo.public_key))) as container:
+        public = [frame.to_ndarray(format="bgr24") for frame in container.decode(video=0)]
+    assert len(public) == len(upload) == 10
+    half_h, half_w = upload[0].shape[0] // 2, upload[0].shape[1] // 2
+    for index, (source, out) in enumerate(zip(upload, public, strict=True)):
+        inside = cv2.Laplacian(cv2.cvtColor(out[:half_h, :half_w], cv2.COLOR_BGR2GRAY), cv2.CV_32F)
+        original = cv2.Laplacian(cv2.cvtColor(source[:half_h, :half_w], cv2.COLOR_BGR2GRAY), cv2.CV_32F)
+        assert np.abs(inside).mean() < 0.3 * np.abs(original).mean(), f"frame {index}: the region keeps its detail"
+        assert difference(out[half_h + 8 :, half_w + 8 :], source[half_h + 8 :, half_w + 8 :]) < 6, f"frame {index}"
 
 
 def test_a_video_s_location_and_other_metadata_stay_out_of_its_files(group, test_thresholds, tmp_path):
