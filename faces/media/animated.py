@@ -7,7 +7,7 @@ animation is held in memory, bounded by MEDIA_MAX_ANIMATION_PIXELS.
 
 import contextlib
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import cv2
 import numpy as np
@@ -15,7 +15,7 @@ from PIL import Image
 
 from faces.images import MediaKind
 from faces.media import limits
-from faces.media.clip import Clip, Painter, RenderedFile, poster
+from faces.media.clip import Clip, Painter, RenderedFile, never_stop, poster
 
 WEBP_QUALITY = 85
 
@@ -44,14 +44,15 @@ class AnimatedImage(Clip):
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
             yield time, cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
 
-    def render(self, painters: list[Painter]) -> list[RenderedFile]:
+    def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
         # One output at a time: the source frames are decoded again for each, so memory holds
         # one rendered animation, not N+1 of them.
-        return [self._render_one(painter) for painter in painters]
+        return [self._render_one(painter, between_frames) for painter in painters]
 
-    def _render_one(self, painter: Painter) -> RenderedFile:
+    def _render_one(self, painter: Painter, between_frames: Callable[[], None]) -> RenderedFile:
         out, first, previous = [], None, None
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
+            between_frames()
             bgr = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
             painter(time, bgr)
             first = bgr if first is None else first

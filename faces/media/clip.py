@@ -1,7 +1,7 @@
 """What the media path needs of an animated image or a video: its frames, twice, and files rendered from them."""
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -9,6 +9,10 @@ import numpy as np
 
 from faces.images import MediaKind
 from faces.rendering.codec import encode_jpeg, thumbnail
+
+
+def never_stop() -> None:
+    """The default between frames: a render outside a worker has no session to lose."""
 
 
 class Painter(Protocol):
@@ -46,8 +50,9 @@ class Clip(ABC):
         """(time, BGR pixels) of every frame, in order."""
 
     @abstractmethod
-    def render(self, painters: list[Painter]) -> list[RenderedFile]:
-        """One file per painter, each from every frame with that painter's blur."""
+    def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
+        """One file per painter, each from every frame with that painter's blur; `between_frames` is
+        called before each frame (it may raise to stop the render)."""
 
 
 def poster(frame: np.ndarray) -> bytes:

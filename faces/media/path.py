@@ -23,6 +23,7 @@ from faces.models import Face, Photo
 from faces.recognition import face_row
 from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box, region_box
 from faces.rendering.files import PlannedFile, plan_files, publish_files, start_version
+from jobqueue.hangup import ensure_session
 
 
 def open_clip(data: bytes, kind: MediaKind) -> Clip:
@@ -53,6 +54,7 @@ def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, object
     """(frame time, track, DetectedFace) for every face on every frame the schedule looks at."""
     seen = []
     for time, frame in scheduled(clip.frames(), clip.every_frame):
+        ensure_session()  # a try cut off from its session stops within a frame (jobqueue/hangup.py)
         seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     tracks = link([(time, face.box / scale) for time, face in seen])
@@ -67,7 +69,7 @@ def render_clip_and_publish(photo: Photo, clip: Clip, match: PhotoMatch | None) 
     tracks = clip_tracks(match.faces if match else [], clip)
     regions = [region_box(region, clip.width, clip.height) for region in photo.blur_regions]
     painters = [_painter(file, tracks, regions, clip.width, clip.height) for file in planned]
-    rendered = clip.render(painters)
+    rendered = clip.render(painters, between_frames=ensure_session)
     return publish_files(photo, planned, ((file.data, file.poster) for file in rendered), clip.extension)
 
 

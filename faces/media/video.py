@@ -9,7 +9,7 @@ render pass is encoded from the same decoded frame.
 
 import io
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from faces.images import MediaKind
 from faces.media import limits
-from faces.media.clip import Clip, Painter, RenderedFile, poster
+from faces.media.clip import Clip, Painter, RenderedFile, never_stop, poster
 
 # x264: "veryfast" is the speed the 4x-real-time goal allows on two cores (bench/media.py);
 # CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
@@ -86,13 +86,13 @@ class Video(Clip):
         pixels = frame.to_ndarray(format="bgr24")
         return cv2.rotate(pixels, TURN[self._rotation]) if self._rotation in TURN else pixels
 
-    def render(self, painters: list[Painter]) -> list[RenderedFile]:
+    def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
         with tempfile.TemporaryDirectory(prefix="momentlens-video-") as folder:
             paths = [Path(folder) / f"out{index}.mp4" for index in range(len(painters))]
-            posters = self._encode(painters, paths)
+            posters = self._encode(painters, paths, between_frames)
             return [RenderedFile(path.read_bytes(), poster) for path, poster in zip(paths, posters, strict=True)]
 
-    def _encode(self, painters: list[Painter], paths: list[Path]) -> list[bytes]:
+    def _encode(self, painters: list[Painter], paths: list[Path], between_frames: Callable[[], None]) -> list[bytes]:
         with self._open() as source:
             video_in = source.streams.video[0]
             audio_in = source.streams.audio[0] if source.streams.audio else None
@@ -101,6 +101,7 @@ class Video(Clip):
             try:
                 frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
                 for frame, time in self._timed(frames):
+                    between_frames()
                     pixels, pts = None, self._pts(frame, time)
                     for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
                         if self._as_decoded and posters[index] and not painter.touches(time):

@@ -23,6 +23,7 @@ from faces.models import Face, Photo, PhotoVariant
 from faces.rendering import keys
 from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box, region_box
 from faces.rendering.codec import encode_jpeg, thumbnail
+from jobqueue.hangup import ensure_session
 
 # Uploads are network waits, not CPU: they overlap the next file's render and encode
 # (OpenCV releases the GIL). The pool lives as long as the process so that each
@@ -66,7 +67,9 @@ def render_and_publish(photo: Photo, image: np.ndarray, match: PhotoMatch | None
 
 def publish_files(photo: Photo, planned: list[PlannedFile], encoded: Iterable[tuple[bytes, bytes]], ext: str) -> int:
     """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`), then point the rows at
-    them and publish. The uploads run in the pool while the next file is encoded."""
+    them and publish. The uploads run in the pool while the next file is encoded. A try whose session
+    the server closed writes nothing (jobqueue/hangup.py): another reader may be on its message."""
+    ensure_session()
     pairs = zip(planned, encoded, strict=True)
     uploaded = [_upload(photo, file.viewer, data, thumb, ext) for file, (data, thumb) in pairs]
     _wait_for_all(uploaded)
