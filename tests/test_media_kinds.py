@@ -14,6 +14,7 @@ import pytest
 from django.core.management import call_command
 
 from faces.engines.base import FaceEngine
+from faces.media import video as video_module
 from faces.models import EventMember, Photo, UnknownCluster
 from momentlens.devservices.pixels import difference
 from tests import factories
@@ -166,6 +167,25 @@ def test_a_blur_region_is_blurred_in_every_frame_of_a_video(group, test_threshol
         original = cv2.Laplacian(cv2.cvtColor(source[:half_h, :half_w], cv2.COLOR_BGR2GRAY), cv2.CV_32F)
         assert np.abs(inside).mean() < 0.3 * np.abs(original).mean(), f"frame {index}: the region keeps its detail"
         assert difference(out[half_h + 8 :, half_w + 8 :], source[half_h + 8 :, half_w + 8 :]) < 6, f"frame {index}"
+
+
+def test_outputs_beyond_the_encoders_memory_take_more_passes(group, group_faces, test_thresholds, monkeypatch):
+    """One output per pass here (as a 4K clip with several DNP members gets): the same files."""
+    monkeypatch.setattr(video_module, "ENCODED_PIXELS_AT_ONCE", 1)
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    factories.ready_reference(user, group_faces[0].embedding, group_faces[0].engine)
+    photo = factories.photo(event, data=video([small(group)] * 6, ".mp4"))
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    rendered_not_itself(photo, "video", "mp4")
+    own = photo.variants.get()
+    counts = []
+    for key in (photo.public_key, own.key):
+        with av.open(io.BytesIO(read_bytes(key))) as container:
+            counts.append(sum(1 for _ in container.decode(video=0)))
+    assert counts == [6, 6]
+    assert read_bytes(photo.public_key) != read_bytes(own.key), "each pass renders its own file's blur"
 
 
 def test_a_video_s_location_and_other_metadata_stay_out_of_its_files(group, test_thresholds, tmp_path):

@@ -24,6 +24,10 @@ from faces.media.clip import Clip, Painter, RenderedFile, never_stop, poster
 # x264: "veryfast" is the speed the 4x-real-time goal allows on two cores (bench/media.py);
 # CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
 X264_OPTIONS = {"preset": "veryfast", "crf": "20"}
+# x264 holds about 70 bytes per pixel of an output (its lookahead and reference frames: some
+# 600 MB for a 4K one). At most this many output pixels are encoded at once; more outputs (more
+# DNP members in a 4K clip) take another pass over the upload, so memory stays within the unit's.
+ENCODED_PIXELS_AT_ONCE = 2 * 3840 * 2160
 # The display matrix's counter-clockwise turn -> the turn that makes a frame upright.
 TURN = {90: cv2.ROTATE_90_COUNTERCLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_CLOCKWISE}
 # Audio the MP4 muxer takes as it is; any other (Vorbis, PCM) is re-encoded to AAC.
@@ -87,9 +91,13 @@ class Video(Clip):
         return cv2.rotate(pixels, TURN[self._rotation]) if self._rotation in TURN else pixels
 
     def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
+        at_once = max(1, ENCODED_PIXELS_AT_ONCE // (self.width * self.height))
         with tempfile.TemporaryDirectory(prefix="momentlens-video-") as folder:
             paths = [Path(folder) / f"out{index}.mp4" for index in range(len(painters))]
-            posters = self._encode(painters, paths, between_frames)
+            posters = []
+            for first in range(0, len(painters), at_once):
+                chunk = slice(first, first + at_once)
+                posters += self._encode(painters[chunk], paths[chunk], between_frames)
             return [RenderedFile(path.read_bytes(), poster) for path, poster in zip(paths, posters, strict=True)]
 
     def _encode(self, painters: list[Painter], paths: list[Path], between_frames: Callable[[], None]) -> list[bytes]:
