@@ -28,12 +28,14 @@ MAX_PIXELS = 120_000_000
 MAX_BYTES = 80 * 1024 * 1024
 
 # ISO base media (MP4, MOV, 3GP, HEIF) starts with a box `....ftyp{brand}`; these
-# brands are still images (HEIF/AVIF); every other brand is a movie.
-STILL_FTYP_BRANDS = {b"heic", b"heix", b"heim", b"heis", b"mif1", b"avif"}
+# brands are images Pillow opens (HEIF/AVIF); every other brand is a movie.
+# An AVIF image sequence (`avis`) is an animation Pillow reads frame by frame with its timing,
+# where FFmpeg reads its first image only.
+STILL_FTYP_BRANDS = {b"heic", b"heix", b"heim", b"heis", b"mif1", b"avif", b"avis"}
 MATROSKA_MAGIC = b"\x1a\x45\xdf\xa3"  # WebM and MKV
 # Multi-frame formats that are animations. Other multi-frame files (TIFF pages, MPO's
 # depth and preview pictures, HEIF collections) have no timing to keep: unsupported media.
-ANIMATION_FORMATS = {"GIF", "WEBP", "PNG"}
+ANIMATION_FORMATS = {"GIF", "WEBP", "PNG", "AVIF"}
 
 
 class MediaKind(enum.StrEnum):

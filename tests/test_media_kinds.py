@@ -68,7 +68,7 @@ def test_an_animation_whose_later_frames_show_a_dnp_guest_gets_a_file_of_its_own
     assert any(f"from=0.100s to=0.100s matched={user}" in line for line in tracks), tracks
 
 
-@pytest.mark.parametrize("kind", ["GIF", "WEBP", "PNG"])
+@pytest.mark.parametrize("kind", ["GIF", "WEBP", "PNG", "AVIF"])
 @pytest.mark.parametrize("job", ["face_process", "thumbnail_dims"])
 def test_animated_uploads_are_rendered_in_every_photo_job(group, test_thresholds, kind, job):
     """thumbnail_dims too: with no DNP member and no region it would point the public keys at the upload."""
@@ -102,7 +102,7 @@ def test_pages_are_not_an_animation(group, test_thresholds):
     archived_unpublished(animation([small(group)] * 2, "TIFF"), "unsupported_media")
 
 
-@pytest.mark.parametrize("kind", ["PNG", "WEBP"])
+@pytest.mark.parametrize("kind", ["PNG", "WEBP", "AVIF"])
 def test_single_frame_stills_of_other_formats_still_publish(group, test_thresholds, kind):
     photo = factories.photo(factories.event(), data=animation([small(group)], kind))
     send({"job": "thumbnail_dims", "photo_id": str(photo.id)})
