@@ -11,7 +11,7 @@ import numpy as np
 from django.utils import timezone
 
 from faces.detection_memory import detections_of
-from faces.engines import FaceEngine, resident_engine
+from faces.engines import DetectedFace, FaceEngine, resident_engine
 from faces.geometry import restored_face_box
 from faces.images import MediaKind
 from faces.matching import PhotoMatch
@@ -50,7 +50,7 @@ def detect_and_store_clip(photo: Photo, clip: Clip, data: bytes) -> list[Face]:
     return rows
 
 
-def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, object]]:
+def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, DetectedFace]]:
     """(frame time, track, DetectedFace) for every face on every frame the schedule looks at."""
     seen = []
     for time, frame in scheduled(clip.frames(), clip.every_frame):
