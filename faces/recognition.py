@@ -8,6 +8,7 @@ from faces.detection_memory import detections_of
 from faces.engines import DetectedFace, resident_engine
 from faces.matching import PhotoMatch, record_matches
 from faces.models import Face, Photo
+from jobqueue.hangup import ensure_session
 
 
 def detect_and_store(photo: Photo, image: np.ndarray) -> list[Face]:
@@ -17,7 +18,8 @@ def detect_and_store(photo: Photo, image: np.ndarray) -> list[Face]:
     """
     height, width = image.shape[:2]
     engine = resident_engine()
-    found = detections_of(photo, image, engine.name, lambda: engine.analyze(image))
+    # A try cut off from its session stops between two tiles (jobqueue/hangup.py): 48 MP take 9 s.
+    found = detections_of(photo, image, engine.name, lambda: engine.analyze(image, between=ensure_session))
     rows = [face_row(photo, face, width, height) for face in found]
     Face.objects.bulk_create(rows)
     photo.faces_detected_at = timezone.now()

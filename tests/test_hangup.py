@@ -30,3 +30,25 @@ def test_a_live_session_is_not_hung_up_and_a_terminated_one_is():
     finally:
         killer.close()
         connection.close()
+
+
+def test_a_long_still_detection_stops_between_its_tiles(group):
+    """A 12 MP photo is searched in many detector passes; the check runs before each, and stops it."""
+    import cv2
+
+    from faces.engines import resident_engine
+
+    photo = cv2.resize(group, (4000, 3000))
+    calls = []
+    resident_engine().detect(photo, between=lambda: calls.append(1))
+    assert len(calls) >= 10, f"{len(calls)} checks in a 12 MP detection"
+
+    def cut_off():
+        if len(calls) >= 3:
+            raise DatabaseLost("cut off")
+        calls.append(1)
+
+    calls.clear()
+    with pytest.raises(DatabaseLost):
+        resident_engine().analyze(photo, between=cut_off)
+    assert len(calls) == 3, "stopped at the first check after the cut, not at the end"

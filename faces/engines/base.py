@@ -31,10 +31,13 @@ class FaceEngine(ABC):
 
     name: str
 
-    def analyze(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[DetectedFace]:
+    def analyze(
+        self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False, between=None
+    ) -> list[DetectedFace]:
         """Every face in `image`; without `small_faces` only the overview pass runs (a selfie); a
-        `video_frame` is searched within a fixed budget (faces/engines/pyramid.py, video_frame_plan)."""
-        detections = self.detect(image, small_faces=small_faces, video_frame=video_frame)
+        `video_frame` is searched within a fixed budget (faces/engines/pyramid.py, video_frame_plan).
+        `between`, if given, is called between the detector's passes and may raise to stop."""
+        detections = self.detect(image, small_faces=small_faces, video_frame=video_frame, between=between)
         embeddings = self.embed_many(image, detections)
         return [
             DetectedFace(d.box, d.landmarks, d.score, embedding, self.name)
@@ -42,7 +45,9 @@ class FaceEngine(ABC):
         ]
 
     @abstractmethod
-    def detect(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[Detection]:
+    def detect(
+        self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False, between=None
+    ) -> list[Detection]:
         """Every face, large and small, in pixels of `image`; without `small_faces` only the large ones."""
 
     @abstractmethod

@@ -68,9 +68,11 @@ class InsightFaceEngine(FaceEngine):
             raise ModelFileRejected(f"{model_file} is not a SCRFD detector with landmarks: use {pack_name}'s file")
         return detector
 
-    def detect(self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False) -> list[Detection]:
+    def detect(
+        self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False, between=None
+    ) -> list[Detection]:
         pyramid = self._frame_pyramid(*image.shape[1::-1]) if video_frame else self._pyramid
-        found = pyramid.detect(image, small_faces=small_faces)
+        found = pyramid.detect(image, small_faces=small_faces, between=between)
         return [Detection(box.astype(np.float32), points.astype(np.float32), score) for box, points, score in found]
 
     def _frame_pyramid(self, width: int, height: int) -> PyramidDetector:

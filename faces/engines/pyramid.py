@@ -46,6 +46,7 @@ recall, cost and memory tables (bench/face_recall.py).
 """
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -106,6 +107,10 @@ def video_frame_plan(width: int, height: int) -> Plan:
 STRIDE = 32
 
 
+def _go_on() -> None:
+    """The default between tiles: nothing stops a detection."""
+
+
 class PyramidDetector:
     def __init__(self, scrfd, plan: Plan = Plan(), *, overview_scrfd=None):
         """`scrfd` runs the fine levels and the second looks; `overview_scrfd` (default: the same) the
@@ -133,13 +138,18 @@ class PyramidDetector:
             scales.pop()
         return [*scales, overview]
 
-    def detect(self, image: np.ndarray, *, small_faces: bool = True) -> list[Found]:
+    def detect(
+        self, image: np.ndarray, *, small_faces: bool = True, between: Callable[[], None] | None = None
+    ) -> list[Found]:
+        """`between`, if given, is called before each tile of each level: it may raise to stop a long detection."""
+        between = between or _go_on
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         boxes, points, scores = [], [], []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
-            for b, k, s in self._level(image, scale, keep_all=last, scrfd=self.overview_scrfd if last else self.scrfd):
+            scrfd = self.overview_scrfd if last else self.scrfd
+            for b, k, s in self._level(image, scale, keep_all=last, scrfd=scrfd, between=between):
                 boxes.append(b)
                 points.append(k)
                 scores.append(s)
@@ -220,9 +230,10 @@ class PyramidDetector:
 
     # ---- one level --------------------------------------------------------------
 
-    def _level(self, image: np.ndarray, scale: float, keep_all: bool, scrfd):
+    def _level(self, image: np.ndarray, scale: float, keep_all: bool, scrfd, between: Callable[[], None]):
         """Detections of one level, in photo pixels, as (boxes, keypoints, scores) chunks."""
         plan = self.plan
+        between()
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
         if keep_all or scaled_w * scaled_h <= plan.whole_max_pixels:
@@ -243,6 +254,7 @@ class PyramidDetector:
         overlap = plan.tile_overlap / factor
         for y in _starts(source_h, tile_h, overlap):
             for x in _starts(source_w, tile_w, overlap):
+                between()
                 crop = source[y : y + tile_h, x : x + tile_w]
                 b, k, s = self._run(crop, out_w, out_h, scrfd=scrfd)
                 if not len(s):
