@@ -15,7 +15,7 @@ the worker takes it (faces/jobs, faces/media/path.py):
   with `video_frame=True`, link into tracks); "analyze" is the time inside `engine.analyze`, and
   its calls are the frames detected;
 - render pass: unsaved Face rows built with `face_row` and their frame_time/track, then
-  `path.clip_tracks`, two painters from `path._painter` (the public file blurring one DNP
+  `path.clip_tracks`, two painters from `path.BlurPainter.of` (the public file blurring one DNP
   member's track, that member's own file blurring none), `clip.render(painters)`: decode every
   frame again, paint, encode both MP4s (x264 veryfast), copy the audio; "paint" is the painters'
   own time.
@@ -319,7 +319,9 @@ def painters_for(clip, found, paint_cell: list[float]):
     tracks = path.clip_tracks(rows, clip)
     dnp = max(tracks, key=lambda number: len(tracks[number].times)) if tracks else None
     planned = [PlannedFile(None, [row for row in rows if row.track == dnp]), PlannedFile(uuid.uuid4(), [])]
-    painters = [TimedPainter(path._painter(file, tracks, [], clip.width, clip.height), paint_cell) for file in planned]
+    painters = [
+        TimedPainter(path.BlurPainter.of(file, tracks, [], clip.width, clip.height), paint_cell) for file in planned
+    ]
     return painters, len(tracks)
 
 

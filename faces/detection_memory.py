@@ -3,8 +3,8 @@
 A try that fails after detecting rolls its face rows back with everything else, and the
 retry (same message, same process, seconds later) would run the detector again: 9 s
 for a 12 MP photo. The retry reuses what the failed try found instead, keyed by the
-photo, its upload key, the engine and a digest of the decoded pixels (so a replaced
-upload is detected afresh). Only this process remembers: a retry in another process,
+photo, its upload key, the engine and a digest of the decoded pixels (a clip's: of the
+upload's bytes), so a replaced upload is detected afresh. Only this process remembers: a retry in another process,
 or after a restart, detects again.
 """
 

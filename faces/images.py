@@ -65,7 +65,7 @@ def decode_upload(data: bytes) -> np.ndarray:
     width, height = image_size(data)
     if width * height > MAX_PIXELS:
         raise ImageTooLarge(f"{width}x{height} is {width * height} pixels, limit {MAX_PIXELS}")
-    if _is_heif(data):
+    if _opened_by_pillow(data):
         image = _decode_with_pillow(data)
     else:
         image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
@@ -130,7 +130,7 @@ def video_container(data: bytes) -> str | None:
     return None
 
 
-def _is_heif(data: bytes) -> bool:
+def _opened_by_pillow(data: bytes) -> bool:
     return data[4:8] == b"ftyp" and data[8:12] in STILL_FTYP_BRANDS
 
 

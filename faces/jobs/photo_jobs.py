@@ -34,9 +34,10 @@ def thumbnail_dims(payload: dict) -> dict:
         # An unblurred publish could show a DNP face: fail closed, take the face path.
         return {**face_path(photo), "detail": "dnp_member_present"}
     data = read_object(photo.upload_key)
-    if media_kind(data) is not MediaKind.IMAGE:
+    kind = media_kind(data)
+    if kind is not MediaKind.IMAGE:
         # Never published as itself: a clip is always rendered, frame by frame, from its faces.
-        return {**face_path(photo, data), "detail": "multi_frame"}
+        return {**face_path(photo, data, kind), "detail": "multi_frame"}
     if photo.blur_regions:
         files = render_and_publish(photo, decode_upload(data), None)
     else:
@@ -82,7 +83,7 @@ def reprocess_event(payload: dict) -> dict:
     return {"enqueued": sent, "already_waiting": len(photo_ids) - sent}
 
 
-def face_path(photo: Photo, data: bytes | None = None) -> dict:
+def face_path(photo: Photo, data: bytes | None = None, kind: MediaKind | None = None) -> dict:
     """Detect (unless faces are already stored), match, render, publish, cluster; a still or a clip
     (an animated image or a video: faces/media/), decided from the upload's bytes.
 
@@ -90,7 +91,7 @@ def face_path(photo: Photo, data: bytes | None = None) -> dict:
     nothing before it depends on the clusters.
     """
     data = read_object(photo.upload_key) if data is None else data
-    kind = media_kind(data)
+    kind = media_kind(data) if kind is None else kind
     files, match = still_path(photo, data) if kind is MediaKind.IMAGE else clip_path(photo, data, kind)
     cluster_faces(match)
     _sweep_after_commit(photo)

@@ -68,7 +68,7 @@ def render_clip_and_publish(photo: Photo, clip: Clip, match: PhotoMatch | None) 
     start_version(photo, clip.width, clip.height, clip.kind, clip.duration_ms)
     tracks = clip_tracks(match.faces if match else [], clip)
     regions = [region_box(region, clip.width, clip.height) for region in photo.blur_regions]
-    painters = [_painter(file, tracks, regions, clip.width, clip.height) for file in planned]
+    painters = [BlurPainter.of(file, tracks, regions, clip.width, clip.height) for file in planned]
     rendered = clip.render(painters, between_frames=ensure_session)
     return publish_files(photo, planned, ((file.data, file.poster) for file in rendered), clip.extension)
 
@@ -92,6 +92,11 @@ class BlurPainter:
     width: int
     height: int
 
+    @classmethod
+    def of(cls, file: PlannedFile, tracks: dict[int, Track], regions: list, width: int, height: int) -> "BlurPainter":
+        """The painter of a planned file: the tracks of the faces it blurs."""
+        return cls([tracks[number] for number in sorted({face.track for face in file.faces})], regions, width, height)
+
     def touches(self, time: float) -> bool:
         return bool(self.regions) or any(track.boxes_at(time) for track in self.tracks)
 
@@ -102,11 +107,6 @@ class BlurPainter:
                 blur_ellipse(frame, expanded_face_box((x1, y1, x2 - x1, y2 - y1), self.width, self.height))
         for region in self.regions:
             blur_rectangle(frame, region)
-
-
-def _painter(file: PlannedFile, tracks: dict[int, Track], regions: list, width: int, height: int) -> BlurPainter:
-    blurred = [tracks[number] for number in sorted({face.track for face in file.faces})]
-    return BlurPainter(blurred, regions, width, height)
 
 
 def _box(face: Face) -> tuple[float, float, float, float]:

@@ -101,8 +101,14 @@ class Track:
 
     times: list[float]
     boxes: list[Box]
-    start: float
-    end: float
+
+    @property
+    def start(self) -> float:
+        return self.times[0] - TRACK_PAD_S
+
+    @property
+    def end(self) -> float:
+        return self.times[-1] + TRACK_PAD_S
 
     def boxes_at(self, time: float) -> list[Box]:
         """Where to blur at `time` (an ellipse in each box): a sighting's box; between two sightings,
@@ -140,12 +146,7 @@ def tracks_of(sightings: list[tuple[int, float, Box]]) -> dict[int, Track]:
     grouped: dict[int, list[tuple[float, Box]]] = {}
     for number, time, box in sorted(sightings, key=lambda s: (s[0], s[1])):
         grouped.setdefault(number, []).append((time, box))
-    return {
-        number: Track(
-            [time for time, _ in seen], [box for _, box in seen], seen[0][0] - TRACK_PAD_S, seen[-1][0] + TRACK_PAD_S
-        )
-        for number, seen in grouped.items()
-    }
+    return {number: Track([time for time, _ in seen], [box for _, box in seen]) for number, seen in grouped.items()}
 
 
 def _path(a: Box, b: Box) -> list[Box]:

@@ -192,7 +192,7 @@ class _Output:
         self.stream.width, self.stream.height = width + width % 2, height + height % 2
         self.stream.pix_fmt = "yuv420p"
         self.stream.time_base = video_in.time_base
-        self.audio_in, self.audio_out, self.resampler = audio_in, None, None
+        self.audio_out, self.resampler = None, None
         if audio_in is not None:
             if audio_in.codec_context.name in MP4_AUDIO:
                 self.audio_out = self.container.add_stream_from_template(audio_in)
