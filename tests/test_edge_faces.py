@@ -1,14 +1,18 @@
 """Faces cut by the image edge are blurred over all of their visible part (docs/ARCHITECTURE.md §7)."""
 
+import io
+
 import cv2
 import numpy as np
 import pytest
+from PIL import Image
 
 from faces.models import Photo
 from faces.rendering.blur import blur_ellipse, expanded_face_box
 from momentlens.devservices import samples
 from tests import factories
-from tests.publishing_helpers import read_image, run_worker_drain
+from tests.media_samples import animation
+from tests.publishing_helpers import read_bytes, read_image, run_worker_drain
 from tests.queue_helpers import send
 
 WIDTH, HEIGHT = 800, 600
@@ -81,6 +85,46 @@ def test_t1_with_its_left_edge_cut_blurs_the_whole_visible_strip_of_the_dnp_face
     for left in range(0, visible_right - 8, 8):
         band = (core_rows, slice(left, left + 8))
         assert detail(public[band]) < 0.3 * detail(upload[band]), f"columns {left}-{left + 8} of the cut face are sharp"
+
+
+@pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
+def test_in_an_animation_the_dnp_face_cut_by_the_edge_is_blurred_to_the_edge_in_every_frame(
+    group, group_faces, test_thresholds
+):
+    """The same cut in each frame of a clip (the face drifting 2 px a frame): its track is blurred as a still's face."""
+    event = factories.event()
+    leftmost = group_faces[0]
+    user = factories.member(event, dnp=True)
+    reference = factories.reference(user, samples.derived_portrait(group, leftmost.box))
+    send({"job": "reference_process", "reference_id": str(reference.id)})
+    run_worker_drain()
+    width = group.shape[1] - 96
+    starts = (90, 92, 94, 96)
+    photo = factories.photo(event, data=animation([group[:, start : start + width] for start in starts], "WEBP"))
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo = Photo.objects.get(id=photo.id)
+
+    assert photo.media_type == "animated"
+    public, upload = read_frames(read_bytes(photo.public_key)), read_frames(read_bytes(photo.upload_key))
+    assert len(public) == len(upload) == len(starts)
+    x1, y1, x2, y2 = (int(v) for v in leftmost.box)
+    core_rows = slice(y1 + (y2 - y1) // 5, y2 - (y2 - y1) // 5)
+    for index, start in enumerate(starts):
+        visible_right = x2 - start - (x2 - x1) // 5
+        for left in range(0, visible_right - 8, 8):
+            band = (core_rows, slice(left, left + 8))
+            sharp = detail(public[index][band]) >= 0.3 * detail(upload[index][band])
+            assert not sharp, f"frame {index}: columns {left}-{left + 8} of the cut face are sharp"
+
+
+def read_frames(data: bytes) -> list[np.ndarray]:
+    with Image.open(io.BytesIO(data)) as image:
+        frames = []
+        for index in range(image.n_frames):
+            image.seek(index)
+            frames.append(cv2.cvtColor(np.asarray(image.convert("RGB")), cv2.COLOR_RGB2BGR))
+        return frames
 
 
 def detail(image: np.ndarray) -> float:
