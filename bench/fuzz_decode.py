@@ -1,6 +1,7 @@
 """Coverage-guided fuzzing (atheris) of the worker's two parsers of untrusted input.
 
-- `faces.images.decode_upload(bytes)`: an upload's bytes, as stored;
+- `faces.media.still.Still(bytes)`: an upload's bytes, decoded as a viewer sees them, and the scan
+  of what else they hold;
 - `jobqueue.messages.parse(str)`: a queue message's body, with the real job names registered.
 
 Either returns (a uint8 HxWx3 image within MAX_PIXELS; a Job) or raises a
@@ -44,20 +45,23 @@ with atheris.instrument_imports(include=["jobqueue", "faces.images", "PIL", "jso
     Image.init()  # Pillow imports its format plugins lazily: import them here, instrumented
 
     import faces.jobs  # noqa: F401  (registers the real handlers)
-    from faces.images import MAX_PIXELS, decode_upload
+    from faces.images import MAX_PIXELS
+    from faces.media.still import Still
     from jobqueue import messages
     from jobqueue.errors import PermanentJobError
 
 
 def check_image(data: bytes) -> None:
     try:
-        image = decode_upload(data)
+        still = Still(data)
+        image = still.image
+        still.why_rendered()  # the scan of what else the bytes hold must not break on them either
     except PermanentJobError:
         return
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
-        raise AssertionError(f"decode_upload returned {image.dtype} {image.shape}")
+        raise AssertionError(f"Still(data).image is {image.dtype} {image.shape}")
     if image.shape[0] * image.shape[1] > MAX_PIXELS:
-        raise AssertionError(f"decode_upload returned {image.shape}, over MAX_PIXELS")
+        raise AssertionError(f"Still(data).image is {image.shape}, over MAX_PIXELS")
 
 
 def check_message(body: str) -> None:

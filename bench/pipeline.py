@@ -102,10 +102,11 @@ class StageTimer:
 
         from faces.engines.insightface import InsightFaceEngine
         from faces.jobs import photo_jobs
+        from faces.media import still
         from faces.rendering import files
 
         self._wrap(photo_jobs, "read_object", "fetch")
-        self._wrap(photo_jobs, "decode_upload", "decode")
+        self._wrap(still, "_decoded", "decode")
         self._wrap(InsightFaceEngine, "detect", "detect")
         self._wrap(InsightFaceEngine, "embed_many", "embed")
         self._wrap(photo_jobs, "match_faces", "match")

@@ -1,19 +1,18 @@
-"""Decode uploads exactly as stored, refusing what would hurt the worker or leak a face.
+"""What an upload is, from its bytes, refusing what would hurt the worker or leak a face.
 
 The kind of an upload is decided from its bytes, never from its key's suffix
-(`media_kind`): a still (JPEG, PNG, WebP, HEIC/HEIF), an animated image (more than one
-frame) or a video container. Stills are decoded here; animated images and videos go
-through faces/media/. Where only a still will do (a reference selfie, the still path),
-a multi-frame upload is refused with `unsupported_media`: rendering it from its first
-frame would show every face in the frames the worker never looked at.
+(`media_kind`): a still (JPEG, PNG, WebP, HEIC/HEIF, AVIF; an MPO or Ultra HDR JPEG is a
+still shown from its primary picture), an animated image (more than one frame) or a video
+container. Stills are decoded by faces/media/still.py, animated images and videos by the
+rest of faces/media/. Where only a still will do (a reference selfie, the still path), a
+multi-frame upload is refused with `unsupported_media`: rendering it from its first frame
+would show every face in the frames the worker never looked at.
 """
 
 import contextlib
 import enum
 import io
 
-import cv2
-import numpy as np
 import pillow_heif
 from PIL import Image
 
@@ -33,9 +32,12 @@ MAX_BYTES = 80 * 1024 * 1024
 # where FFmpeg reads its first image only.
 STILL_FTYP_BRANDS = {b"heic", b"heix", b"heim", b"heis", b"mif1", b"avif", b"avis"}
 MATROSKA_MAGIC = b"\x1a\x45\xdf\xa3"  # WebM and MKV
-# Multi-frame formats that are animations. Other multi-frame files (TIFF pages, MPO's
-# depth and preview pictures, HEIF collections) have no timing to keep: unsupported media.
+# Multi-frame formats that are animations. Other multi-frame files (TIFF pages) have no
+# timing to keep and no primary page: unsupported media.
 ANIMATION_FORMATS = {"GIF", "WEBP", "PNG", "AVIF"}
+# Several pictures, one of them primary (MPO: stereo pairs, previews, Ultra HDR gain maps; a HEIF
+# collection): a still, shown and rendered from its primary picture (faces/media/still.py).
+PRIMARY_PICTURE_FORMATS = {"MPO", "HEIF"}
 
 
 class MediaKind(enum.StrEnum):
@@ -58,29 +60,13 @@ class UnsupportedMedia(PermanentJobError):
     reason = "unsupported_media"
 
 
-def decode_upload(data: bytes) -> np.ndarray:
-    """BGR pixels as stored. The upload is upright: EXIF orientation is never applied."""
-    if len(data) > MAX_BYTES:
-        raise ImageTooLarge(f"{len(data)} bytes, limit {MAX_BYTES}")
-    width, height = image_size(data)
-    if width * height > MAX_PIXELS:
-        raise ImageTooLarge(f"{width}x{height} is {width * height} pixels, limit {MAX_PIXELS}")
-    if _opened_by_pillow(data):
-        image = _decode_with_pillow(data)
-    else:
-        image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
-    if image is None or image.shape[:2] != (height, width):
-        raise UndecodableImage(f"the {width}x{height} image header promises pixels that do not decode")
-    return image
-
-
 def media_kind(data: bytes) -> MediaKind:
     """What the bytes are, whatever the key says; UndecodableImage when they are none of them."""
     if not data:
         raise UndecodableImage("zero bytes")
     if video_container(data):
         return MediaKind.VIDEO
-    with _header(data) as header:
+    with image_header(data) as header:
         if not is_multi_frame(header):
             return MediaKind.IMAGE
         if header.format not in ANIMATION_FORMATS:
@@ -88,28 +74,20 @@ def media_kind(data: bytes) -> MediaKind:
         return MediaKind.ANIMATED
 
 
-def image_size(data: bytes) -> tuple[int, int]:
-    """Width and height of a single-frame still, from its header, before any pixel is decoded."""
+@contextlib.contextmanager
+def image_header(data: bytes, *, single_picture: bool = False):
+    """The image, open; whatever Pillow raises while it is read (a GIF cut short fails only when its
+    frames are counted) is a bad upload, never retried. With `single_picture` (a still is wanted),
+    a video container or an animation is refused: unsupported_media."""
     if not data:
         raise UndecodableImage("zero bytes")
-    container = video_container(data)
+    container = video_container(data) if single_picture else None
     if container:
         raise UnsupportedMedia(f"a video container ({container}), where only a still will do")
-    with _header(data) as header:
-        width, height = header.size
-        if is_multi_frame(header):
-            raise UnsupportedMedia(f"a {header.format} with more than one frame, where only a still will do")
-    if width <= 0 or height <= 0:
-        raise UndecodableImage(f"image of size {width}x{height}")
-    return width, height
-
-
-@contextlib.contextmanager
-def _header(data: bytes):
-    """The image, open; whatever Pillow raises while it is read (a GIF cut short fails only when its
-    frames are counted) is a bad upload, never retried."""
     try:
         with Image.open(io.BytesIO(data)) as header:
+            if single_picture and is_multi_frame(header):
+                raise UnsupportedMedia(f"a {header.format} with more than one frame, where only a still will do")
             yield header
     except PermanentJobError:
         raise
@@ -130,18 +108,10 @@ def video_container(data: bytes) -> str | None:
     return None
 
 
-def _opened_by_pillow(data: bytes) -> bool:
-    return data[4:8] == b"ftyp" and data[8:12] in STILL_FTYP_BRANDS
-
-
-def _decode_with_pillow(data: bytes) -> np.ndarray | None:
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            return cv2.cvtColor(np.asarray(image.convert("RGB")), cv2.COLOR_RGB2BGR)
-    except Exception:  # a HEIF whose header reads but whose pixels do not
-        return None
-
-
 def is_multi_frame(header: Image.Image) -> bool:
+    """More than one frame to show in turn. A file of several pictures with a primary one (MPO, Ultra HDR,
+    a HEIF collection) is a still: the primary picture is what a viewer is shown."""
+    if header.format in PRIMARY_PICTURE_FORMATS:
+        return False
     # is_animated looks no further than a second frame; n_frames covers multi-page formats without it.
     return bool(getattr(header, "is_animated", False)) or getattr(header, "n_frames", 1) > 1

@@ -102,14 +102,18 @@ def test_pages_are_not_an_animation(group, test_thresholds):
     archived_unpublished(animation([small(group)] * 2, "TIFF"), "unsupported_media")
 
 
-@pytest.mark.parametrize("kind", ["PNG", "WEBP", "AVIF"])
-def test_single_frame_stills_of_other_formats_still_publish(group, test_thresholds, kind):
+@pytest.mark.parametrize(("kind", "as_uploaded"), [("PNG", True), ("WEBP", True), ("AVIF", False)])
+def test_single_frame_stills_of_other_formats_still_publish(group, test_thresholds, kind, as_uploaded):
+    """A plain PNG or simple-format WebP is published as itself; an AVIF (whose boxes may hold
+    further images) gets a rendered public file (faces/media/attachments.py)."""
     photo = factories.photo(factories.event(), data=animation([small(group)], kind))
     send({"job": "thumbnail_dims", "photo_id": str(photo.id)})
     run_worker_drain()
     photo.refresh_from_db()
     assert photo.processed_at is not None
-    assert photo.public_key == photo.upload_key
+    assert (photo.public_key == photo.upload_key) is as_uploaded
+    if not as_uploaded:
+        assert photo.public_key.endswith("/v1/public.jpg")
 
 
 def test_an_animated_reference_is_failed_not_left_pending(group):

@@ -91,6 +91,13 @@ class Plan:
     # and keeps what scores this much there (mirrored half faces score 0.45-0.8).
     edge_mirror: float = 0.25
     edge_score: float = 0.4
+    # Whether an edge candidate below sure_score gets a second look, on the photo mirrored past its
+    # edge. Off: it drops false faces at the edge but loses more cut faces (bench/edge_faces.py), and
+    # a false face only blurs a patch while a lost one may be a DNP member's.
+    edge_second_look: bool = False
+    # Quarter turns (counter-clockwise) of the photo on which the coarser levels run again, for faces
+    # turned in the picture: 1, 2, 3 find them at 90, 180 and 270 degrees.
+    turns: tuple[int, ...] = (1, 2, 3)
 
 
 # A video frame is looked at five times a second (faces/media/tracks.py), so its finest level gets a
@@ -100,8 +107,9 @@ VIDEO_FRAME_DETECTOR_PIXELS = 0.75**2 * 1920 * 1080
 
 
 def video_frame_plan(width: int, height: int) -> Plan:
+    """A video frame's plan: the fixed budget, and no turned levels (five looks a second cannot pay for them)."""
     scale = min(Plan().fine_scale, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height)))
-    return Plan(fine_scale=round(scale, 3))
+    return Plan(fine_scale=round(scale, 3), turns=())
 
 
 STRIDE = 32
@@ -145,19 +153,23 @@ class PyramidDetector:
         between = between or _go_on
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
-        boxes, points, scores = [], [], []
+        faces = self._faces(image, levels, between)
+        if small_faces:
+            for turn in self.plan.turns:
+                faces += self._turned_faces(image, levels[1:] or levels, turn, between)
+        faces += self._across_edges(image, levels[-1])
+        return self._finish(faces, width, height)
+
+    def _faces(self, image: np.ndarray, levels: list[float], between: Callable[[], None]) -> list[Found]:
+        """Every level's candidates, one box per face across levels; the unsure ones after their second look."""
+        chunks = []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
             scrfd = self.overview_scrfd if last else self.scrfd
-            for b, k, s in self._level(image, scale, keep_all=last, scrfd=scrfd, between=between):
-                boxes.append(b)
-                points.append(k)
-                scores.append(s)
-        if not boxes:
-            return self._finish(self._across_edges(image, levels[-1]), width, height)
-        boxes = np.concatenate(boxes)
-        points = np.concatenate(points)
-        scores = np.concatenate(scores)
+            chunks += self._level(image, scale, keep_all=last, scrfd=scrfd, between=between)
+        if not chunks:
+            return []
+        boxes, points, scores = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
         # Unsure candidates get their second look before the containment rule runs:
         # a low-scoring texture box around a face must not take the face with it.
         faces = []
@@ -167,10 +179,25 @@ class PyramidDetector:
                 face = self._second_look(image, boxes[i])
             if face is not None:
                 faces.append(face)
-        faces += self._across_edges(image, levels[-1])
-        if not faces:
-            return []
-        return self._finish(faces, width, height)
+        return faces
+
+    def _turned_faces(self, image: np.ndarray, levels: list[float], turn: int, between) -> list[Found]:
+        """Faces turned in the picture itself (a guest lying down, a child upside down), which SCRFD misses
+        past about 60 degrees: `levels` (the coarser ones) run on the photo turned `turn` quarters
+        counter-clockwise, and what they find is turned back. The photo is shrunk to the first of them
+        before it is turned, so a turn costs a copy of that level, not of the photo."""
+        top = levels[0]
+        height, width = image.shape[:2]
+        size = (round(width * top), round(height * top))
+        small = image if top == 1.0 else cv2.resize(image, size, interpolation=_interp(top))
+        turned = np.ascontiguousarray(np.rot90(small, turn))
+        back = np.array([width / size[0], height / size[1]], np.float32)
+        faces = []
+        for box, points, score in self._faces(turned, [scale / top for scale in levels], between):
+            corners = turned_back(box.reshape(2, 2), turn, *size) * back
+            box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
+            faces.append((box, turned_back(points, turn, *size) * back, score))
+        return faces
 
     def _finish(self, faces: list[Found], width: int, height: int) -> list[Found]:
         """One box per face (NMS plus containment), clipped to the image."""
@@ -198,22 +225,35 @@ class PyramidDetector:
         k = (k - pad) * back
         past = (b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > width) | (b[:, 3] > height)
         inside = (b[:, 2] > 0) & (b[:, 3] > 0) & (b[:, 0] < width) & (b[:, 1] < height)
-        return [(b[i], k[i], float(s[i])) for i in np.flatnonzero(past & inside)]
+        faces = []
+        for i in np.flatnonzero(past & inside):
+            face = (b[i], k[i], float(s[i]))
+            # An unsure one (a fork at a 24 MP edge scored 0.53) may be looked at again, mirrored the same way.
+            if face[2] < plan.sure_score and plan.edge_second_look:
+                face = self._second_look(image, b[i], mirrored=True)
+            if face is not None:
+                faces.append(face)
+        return faces
 
-    def _second_look(self, image: np.ndarray, box: np.ndarray) -> Found | None:
+    def _second_look(self, image: np.ndarray, box: np.ndarray, *, mirrored: bool = False) -> Found | None:
         """The candidate's surroundings, scaled so that the candidate is verify_width px wide:
-        the best detection there that overlaps it (IoU >= 0.3), if it scores verify_score."""
+        the best detection there that overlaps it (IoU >= 0.3), if it scores verify_score.
+        `mirrored`: surroundings past the image's edge are the image mirrored there (a face the edge cuts)."""
         plan = self.plan
         height, width = image.shape[:2]
         x1, y1, x2, y2 = (float(v) for v in box)
         box_w = max(x2 - x1, 1.0)
         half = plan.verify_context * max(box_w, y2 - y1) / 2
         cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
-        left, top = max(0, int(cx - half)), max(0, int(cy - half))
-        right, bottom = min(width, math.ceil(cx + half)), min(height, math.ceil(cy + half))
+        left, top = math.floor(cx - half), math.floor(cy - half)
+        right, bottom = math.ceil(cx + half), math.ceil(cy + half)
+        if mirrored:
+            crop = _mirrored(image, left, top, right, bottom)
+        else:
+            left, top, right, bottom = max(0, left), max(0, top), min(width, right), min(height, bottom)
+            crop = image[top:bottom, left:right]
         factor = plan.verify_width / box_w
         out_w, out_h = max(1, round((right - left) * factor)), max(1, round((bottom - top) * factor))
-        crop = image[top:bottom, left:right]
         if factor < 1.0:  # shrinking: average, as the levels do
             crop = cv2.resize(crop, (out_w, out_h), interpolation=cv2.INTER_AREA)
         b, k, s = self._run(crop, out_w, out_h, plan.verify_score)
@@ -333,6 +373,15 @@ def _blob(image: np.ndarray, out_w: int, out_h: int, in_w: int, in_h: int, mean:
     return blob
 
 
+def _mirrored(image: np.ndarray, left: int, top: int, right: int, bottom: int) -> np.ndarray:
+    """image[top:bottom, left:right], the part past the image's edges mirrored from the image (as the edge
+    pass sees it)."""
+    height, width = image.shape[:2]
+    inner = image[max(0, top) : min(height, bottom), max(0, left) : min(width, right)]
+    pads = (max(0, -top), max(0, bottom - height), max(0, -left), max(0, right - width))
+    return cv2.copyMakeBorder(inner, *pads, cv2.BORDER_REFLECT_101) if any(pads) else inner
+
+
 def _interp(scale: float) -> int:
     return cv2.INTER_AREA if scale < 1.0 else cv2.INTER_LINEAR
 
@@ -370,6 +419,19 @@ def _inside_and_small(boxes, tile_w, tile_h, inner, overlap, margin) -> np.ndarr
     )
     size = np.maximum(x2 - x1, y2 - y1)
     return ~cut & (size <= overlap)
+
+
+def turned_back(points: np.ndarray, turn: int, width: int, height: int) -> np.ndarray:
+    """(n, 2) points of an image turned `turn` quarters counter-clockwise (np.rot90) -> the same points in
+    the unturned image, which is width x height."""
+    x, y = points[:, 0], points[:, 1]
+    if turn % 4 == 1:
+        return np.stack([width - y, x], axis=1)
+    if turn % 4 == 2:
+        return np.stack([width - x, height - y], axis=1)
+    if turn % 4 == 3:
+        return np.stack([y, height - x], axis=1)
+    return points
 
 
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:

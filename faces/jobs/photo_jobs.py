@@ -4,12 +4,13 @@ import logging
 
 from django.db import transaction
 
-from faces.images import MediaKind, decode_upload, image_size, media_kind
+from faces.images import MediaKind, media_kind
 from faces.matching import PhotoMatch
 from faces.media.path import detect_and_store_clip, open_clip, render_clip_and_publish
+from faces.media.still import Still
 from faces.models import Event, EventMember, Photo
 from faces.recognition import cluster_faces, detect_and_store, match_faces
-from faces.rendering.files import publish_upload, render_and_publish
+from faces.rendering.files import render_and_publish
 from faces.rendering.sweep import sweep_after_commit
 from faces.storage_io import read_object
 from jobqueue.enqueue import enqueue_unless_waiting, lock_fan_out
@@ -38,13 +39,11 @@ def thumbnail_dims(payload: dict) -> dict:
     if kind is not MediaKind.IMAGE:
         # Never published as itself: a clip is always rendered, frame by frame, from its faces.
         return {**face_path(photo, data, kind), "detail": "multi_frame"}
-    if photo.blur_regions:
-        files = render_and_publish(photo, decode_upload(data), None)
-    else:
-        publish_upload(photo, *image_size(data))
-        files = 0
+    # Blur regions, or more in the bytes than one plain picture, give rendered files; else the upload is public.
+    still = Still(data)
+    files = render_and_publish(photo, still, None)
     _sweep_after_commit(photo)
-    return {"files": files}
+    return {"files": files, **_rendered_because(still)}
 
 
 @register("reprocess", id_field="photo_id")
@@ -92,18 +91,21 @@ def face_path(photo: Photo, data: bytes | None = None, kind: MediaKind | None = 
     """
     data = read_object(photo.upload_key) if data is None else data
     kind = media_kind(data) if kind is None else kind
-    files, match = still_path(photo, data) if kind is MediaKind.IMAGE else clip_path(photo, data, kind)
+    if kind is MediaKind.IMAGE:
+        still = Still(data)
+        (files, match), why = still_path(photo, still), _rendered_because(still)
+    else:
+        (files, match), why = clip_path(photo, data, kind), {}
     cluster_faces(match)
     _sweep_after_commit(photo)
-    return {"faces": len(match.faces) if match else 0, "files": files}
+    return {"faces": len(match.faces) if match else 0, "files": files, **why}
 
 
-def still_path(photo: Photo, data: bytes) -> tuple[int, PhotoMatch | None]:
-    image = decode_upload(data)
+def still_path(photo: Photo, still: Still) -> tuple[int, PhotoMatch | None]:
     if photo.faces_detected_at is None:
-        detect_and_store(photo, image)
-    match = match_faces(photo, (image.shape[1], image.shape[0]))
-    return render_and_publish(photo, image, match), match
+        detect_and_store(photo, still.image)
+    match = match_faces(photo, (still.width, still.height))
+    return render_and_publish(photo, still, match), match
 
 
 def clip_path(photo: Photo, data: bytes, kind: MediaKind) -> tuple[int, PhotoMatch | None]:
@@ -112,6 +114,12 @@ def clip_path(photo: Photo, data: bytes, kind: MediaKind) -> tuple[int, PhotoMat
         detect_and_store_clip(photo, clip, data)
     match = match_faces(photo, (clip.width, clip.height))
     return render_clip_and_publish(photo, clip, match), match
+
+
+def _rendered_because(still: Still) -> dict:
+    """For the job's log line: why a still's public file is rendered rather than its upload."""
+    why = still.why_rendered()
+    return {"rendered_because": "; ".join(why)} if why else {}
 
 
 def locked_photo(photo_id) -> Photo:

@@ -8,7 +8,7 @@ only makes the reference ambiguous (`many_faces`) when it is comparably large.
 from django.utils import timezone
 
 from faces.engines import resident_engine
-from faces.images import decode_upload
+from faces.media.still import Still
 from faces.models import EventMember, SubjectReference
 from faces.storage_io import read_object
 from jobqueue.enqueue import enqueue
@@ -31,7 +31,7 @@ def reference_process(payload: dict) -> dict:
     reference = SubjectReference.objects.select_for_update().filter(id=payload["reference_id"]).first()
     if reference is None:
         raise RowGone(f"reference {payload['reference_id']} does not exist")
-    image = decode_upload(read_object(reference.upload_key))
+    image = Still(read_object(reference.upload_key)).image
     found = resident_engine().analyze(image, small_faces=False)
     record_reference(reference, dominant_face(found), width=image.shape[1], height=image.shape[0])
     events = reprocess_member_events(reference) if reference.status == SubjectReference.Status.READY else []

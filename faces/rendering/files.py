@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from faces.images import MediaKind
 from faces.matching import PhotoMatch
+from faces.media.still import Still
 from faces.models import Face, Photo, PhotoVariant
 from faces.rendering import keys
 from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box, region_box
@@ -40,7 +41,8 @@ class PlannedFile:
 
 def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) -> list[PlannedFile]:
     """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred
-    (unless `always`: a multi-frame upload is never published as itself)."""
+    (unless `always`: an upload that may not be published as itself, a clip or a still with more in its
+    bytes than the picture the worker saw)."""
     if match is None:
         viewers, decisions = [None], {None: []}
     else:
@@ -55,13 +57,17 @@ def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) 
     ]
 
 
-def render_and_publish(photo: Photo, image: np.ndarray, match: PhotoMatch | None) -> int:
-    """Render a still's files, upload them and point the rows at the new version; returns how many were written."""
-    height, width = image.shape[:2]
-    planned = plan_files(photo, match)
+def render_and_publish(photo: Photo, still: Still, match: PhotoMatch | None) -> int:
+    """Render a still's files, upload them and point the rows at the new version; returns how many were written.
+
+    With nothing to blur the public keys are the upload's, but only when its bytes are exactly the
+    picture the worker saw (Still.published_as_is); else the public file is rendered from that picture.
+    """
+    width, height = still.width, still.height
+    planned = plan_files(photo, match, always=not still.published_as_is)
     start_version(photo, width, height)
     regions = [region_box(region, width, height) for region in photo.blur_regions]
-    encoded = (_encode_still(_render(image, _face_boxes(file, width, height), regions)) for file in planned)
+    encoded = (_encode_still(_render(still.image, _face_boxes(file, width, height), regions)) for file in planned)
     return publish_files(photo, planned, encoded, "jpg")
 
 
@@ -80,14 +86,6 @@ def publish_files(photo: Photo, planned: list[PlannedFile], encoded: Iterable[tu
     _drop_stale_variants(photo, [file.viewer for file in planned if file.viewer is not None])
     publish(photo)
     return len(planned)
-
-
-def publish_upload(photo: Photo, width: int, height: int) -> None:
-    """Nothing to blur: the public keys are the upload keys."""
-    start_version(photo, width, height)
-    _point_public_at_upload(photo)
-    _drop_stale_variants(photo, [])
-    publish(photo)
 
 
 def start_version(

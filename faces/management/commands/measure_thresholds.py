@@ -28,7 +28,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from faces.engines import resident_engine
-from faces.images import decode_upload
+from faces.media.still import Still
 from faces.thresholds import Thresholds
 from jobqueue.errors import PermanentJobError
 
@@ -124,7 +124,7 @@ class Command(BaseCommand):
             if path.suffix.lower() not in IMAGE_SUFFIXES:
                 continue
             try:
-                found = engine.analyze(decode_upload(path.read_bytes()))
+                found = engine.analyze(Still(path.read_bytes()).image)
             except PermanentJobError as error:
                 self.stderr.write(f"skipped {path}: {error}")
                 continue
@@ -214,7 +214,7 @@ def conditions(options: dict) -> list[Condition]:
 def measure_sizes(engine, faces: list[Face], wanted: list[Condition]) -> list[Row]:
     rows = [Row(condition) for condition in wanted]
     for path in dict.fromkeys(face.image for face in faces):
-        pixels = decode_upload(path.read_bytes())
+        pixels = Still(path.read_bytes()).image
         for probe in (face for face in faces if face.image == path):
             for row in rows:
                 if row.condition.size is None:

@@ -1,0 +1,91 @@
+"""Every picture a published file shows or carries, found the way someone who downloads it would look.
+
+Not the worker's decoder: the file as a browser shows it (Pillow, the Exif orientation applied, every
+frame, transparency over white and over black), then every JPEG and PNG that starts anywhere in the
+bytes (thumbnails, previews, MPF pictures, appended images), every image in base64 inside them (XMP's
+GImage and GDepth), and the frames of any video inside them (a motion photo's MP4).
+"""
+
+import base64
+import io
+import re
+
+import av
+import cv2
+import numpy as np
+from PIL import Image, ImageOps
+
+JPEG_START = re.compile(rb"\xff\xd8\xff")
+PNG_START = re.compile(rb"\x89PNG\r\n\x1a\n")
+ISO_MEDIA = re.compile(rb"ftyp")
+BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{400,}={0,2}")
+VIDEO_FRAMES = 8  # from each video found, the first few frames and then every tenth
+
+
+def pictures_in(data: bytes, depth: int = 0) -> list[tuple[str, np.ndarray]]:
+    """(where, BGR pixels) of every picture found in `data`."""
+    found = [(f"shown{suffix}", pixels) for suffix, pixels in _as_shown(data)]
+    for match in JPEG_START.finditer(data, 1):
+        pixels = cv2.imdecode(np.frombuffer(data[match.start() :], np.uint8), cv2.IMREAD_COLOR)
+        if pixels is not None:
+            found.append((f"JPEG at byte {match.start()}", pixels))
+    for match in PNG_START.finditer(data, 1):
+        found += [(f"PNG at byte {match.start()}{suffix}", p) for suffix, p in _as_shown(data[match.start() :])]
+    for match in ISO_MEDIA.finditer(data, 4):
+        found += [(f"video at byte {match.start() - 4}, {what}", p) for what, p in _frames(data[match.start() - 4 :])]
+    if depth == 0:
+        for match in BASE64_RUN.finditer(data):
+            try:
+                inner = base64.b64decode(match.group(), validate=True)
+            except ValueError:
+                continue
+            found += [(f"base64 at byte {match.start()}: {where}", p) for where, p in pictures_in(inner, depth + 1)]
+    return found
+
+
+def _as_shown(data: bytes) -> list[tuple[str, np.ndarray]]:
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            frames = []
+            for index in range(getattr(image, "n_frames", 1)):
+                image.seek(index)
+                shown = _composites(ImageOps.exif_transpose(image))
+                frames += [(f", frame {index}{how}", pixels) for how, pixels in shown]
+            return frames
+    except Exception:
+        return []
+
+
+def _composites(image: Image.Image) -> list[tuple[str, np.ndarray]]:
+    rgba = np.asarray(image.convert("RGBA")).astype(np.float32)
+    colour, alpha = rgba[..., :3], rgba[..., 3:] / 255.0
+    shown = [("", colour)]
+    if (alpha < 1.0).any():
+        shown += [(" over white", colour * alpha + 255.0 * (1 - alpha)), (" over black", colour * alpha)]
+    return [(how, cv2.cvtColor(np.rint(pixels).astype(np.uint8), cv2.COLOR_RGB2BGR)) for how, pixels in shown]
+
+
+def _frames(data: bytes) -> list[tuple[str, np.ndarray]]:
+    try:
+        with av.open(io.BytesIO(data)) as container:
+            frames = []
+            for index, frame in enumerate(container.decode(video=0)):
+                if index < VIDEO_FRAMES or index % 10 == 0:
+                    frames.append((f"frame {index}", frame.to_ndarray(format="bgr24")))
+            return frames
+    except (av.FFmpegError, IndexError, ValueError):
+        return []
+
+
+def dnp_faces_in(data: bytes, reference: np.ndarray, threshold: float) -> list[str]:
+    """Every picture in `data` with a face whose similarity to `reference` reaches `threshold`, as the real
+    engine reads it."""
+    from faces.engines import resident_engine
+
+    engine = resident_engine()
+    shown = []
+    for where, pixels in pictures_in(data):
+        similarities = [float(face.embedding @ reference) for face in engine.analyze(np.ascontiguousarray(pixels))]
+        if similarities and max(similarities) >= threshold:
+            shown.append(f"{where}: similarity {max(similarities):.2f}")
+    return shown
