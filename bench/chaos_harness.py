@@ -328,6 +328,9 @@ class Chaos:
         # into a file of another kind.
         self.media_exposed: set[tuple[str, str]] = set()
         self.edge_cuts: list[EdgeCut] = []
+        # Stills whose bytes hold more than one plain picture, or show it turned, by photo id: their public file
+        # is always rendered (faces/media/still.py), and no picture in any published file shows a DNP face.
+        self.rendered_stills: dict[str, str] = {}
         self.report.sweep_settings = (
             f"WORKER_SWEEP_RETRY_S={config.sweep_retry_s:g}, WORKER_FULL_SWEEP_S={config.full_sweep_s:g}"
         )
@@ -993,10 +996,16 @@ def seed(chaos: Chaos) -> int:
         "zero-byte": b"",
         "bomb": samples.png_promising(20_000, 20_000),
         "huge": samples.jpeg_promising(samples.tom_hanks(), 15_000, 12_000),
-        "exif-rotated": samples.png_with_orientation(group, orientation=6),
     }
     for data in bad_uploads.values():
         messages.append({"job": "face_process", "photo_id": str(photo(hostile_event, data).id)})
+    # Stills that hold more than one plain picture, or show it turned: a rendered public file, never the upload.
+    for name, data, job, event in still_uploads(
+        group, group_faces, events[0], hostile_event, dnp_faces[hostile_event.id]
+    ):
+        still = photo(event, data)
+        chaos.rendered_stills[str(still.id)] = name
+        messages.append({"job": job, "photo_id": str(still.id)})
     missing_upload = photo(hostile_event, None)
     messages.append({"job": "face_process", "photo_id": str(missing_upload.id)})
     # Animations and videos under .jpg keys: rendered frame by frame into an animated WebP or an MP4, never
@@ -1114,6 +1123,38 @@ def media_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dn
         (made(name, kind, scene, data, event), data, job, event, regions)
         for name, kind, scene, data, job, event, regions in uploads
     ]
+
+
+def still_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dnp: dict[int, uuid.UUID]) -> list:
+    """(name, bytes, job, event) of each still whose bytes hold more than the one picture shown, or show it
+    turned (tests/still_samples.py). Those with a picture hidden in the bytes show a guest who is no DNP
+    member and hide t1 (or a DNP member's portrait) elsewhere: an MP4 after the end, an Exif thumbnail, XMP's
+    GImage:Data, a JPEG after the end, an MPO picture behind an Ultra HDR marker or not. The others show t1
+    with an Exif or irot orientation, in a PNG's alpha channel, or turned in the picture itself."""
+    from tests import still_samples as made
+    from tests.media_samples import video
+
+    plain_guest = next((i for i in range(len(group_faces)) if i not in dnp), 0)
+    shown = np.ascontiguousarray(guest(group, group_faces[plain_guest].box, scale=1.0)[0])
+    portrait = made.jpeg(guest(group, group_faces[min(dnp, default=0)].box, scale=1.0)[0])
+    return [
+        ("motion photo", made.motion_photo(shown, video([group] * 4, ".mp4")), "face_process", hostile_event),
+        ("Exif thumbnail", made.with_segments(shown, made.exif(thumbnail=portrait)), "thumbnail_dims", hostile_event),
+        ("XMP GImage:Data", made.with_segments(shown, made.gimage(portrait)), "face_process", hostile_event),
+        ("JPEG after the end", made.with_segments(shown, after=made.jpeg(group)), "thumbnail_dims", hostile_event),
+        ("JPEG after the end, no DNP member", made.with_segments(shown, after=made.jpeg(group)), "thumbnail_dims",
+         plain_event),
+        ("Ultra HDR MPO", made.mpo(shown, group, ultra_hdr=True), "face_process", hostile_event),
+        ("MPO", made.mpo(shown, group), "thumbnail_dims", hostile_event),
+        ("JPEG, Exif orientation 6", made.oriented_jpeg(group, 6), "face_process", hostile_event),
+        ("JPEG, Exif orientation 3", made.oriented_jpeg(group, 3), "thumbnail_dims", hostile_event),
+        ("PNG, Exif orientation 6", made.oriented_png(group, 6), "face_process", hostile_event),
+        ("HEIC, irot", made.turned_heif(group, 8, "HEIF"), "face_process", hostile_event),
+        ("AVIF, irot, no DNP member", made.turned_heif(group, 6, "AVIF"), "thumbnail_dims", plain_event),
+        ("PNG, t1 in its alpha channel", made.face_in_alpha(group), "face_process", hostile_event),
+        ("t1 turned 90 degrees, no tag", made.jpeg(np.rot90(group, 1)), "face_process", hostile_event),
+        ("t1 upside down, no tag", made.jpeg(np.rot90(group, 2)), "thumbnail_dims", hostile_event),
+    ]  # fmt: skip
 
 
 def guest(group: np.ndarray, face_box, scale: float) -> tuple[np.ndarray, Box]:
@@ -1235,6 +1276,8 @@ def check_invariants(chaos: Chaos) -> None:
     report.invariants["2. no DNP face left unblurred in a published file"] = unblurred
     report.invariants["2. no DNP face cut by the image edge left unblurred to that edge"] = unblurred_edge_cuts(chaos)
     report.invariants["2. no multi-frame upload published as itself"] = media_published_as_itself(chaos, snapshot)
+    report.invariants["2. no published still carries more than the one picture it shows"] = extra_pictures(chaos)
+    report.invariants["2. no picture in a published still's bytes shows a DNP face"] = hidden_dnp_faces(chaos)
     report.invariants["2. no photo published before its files existed"] = chaos.early_publications
     report.invariants["3. every key a row points at exists"] = missing_row_keys(chaos)
     report.invariants["3. no orphan left after the workers' own sweeps"] = orphans_left(chaos, snapshot)
@@ -1362,7 +1405,8 @@ def published_photos():
 
 def unblurred_published_faces(chaos: Chaos) -> int:
     """On the pixels: every face the blur decision marks, in every published still's file, differs strongly from
-    the upload. (A multi-frame upload's files: unblurred_media_faces.)"""
+    the upload as a viewer sees it (its orientation applied). A file of another shape than that (a sideways
+    render) counts as one violation at least. (A multi-frame upload's files: unblurred_media_faces.)"""
     from faces.matching import faces_to_blur
 
     violations = 0
@@ -1377,8 +1421,62 @@ def unblurred_published_faces(chaos: Chaos) -> int:
                 violations += len(marked)  # published as uploaded while a face had to be blurred
                 continue
             rendered = read_image(key)
+            if rendered.shape != upload.shape:
+                violations += max(1, len(marked))
+                chaos.report.notes.append(f"{key} is {rendered.shape[1::-1]}; its upload is seen {upload.shape[1::-1]}")
+                continue
             kept = [face for face in marked if difference(face_core(rendered, face), face_core(upload, face)) < BLURRED]
             violations += len(kept)
+    return violations
+
+
+def still_files(photo) -> list[tuple[uuid.UUID | None, str]]:
+    """(viewer, key) of every file of a published still, thumbnails included; not the API's own thumbnail."""
+    files = [(None, photo.public_key), (None, photo.public_thumb_key)]
+    files += [(v.user_id, key) for v in photo.variants.all() for key in (v.key, v.thumb_key)]
+    return [(viewer, key) for viewer, key in files if key != photo.upload_thumb_key]
+
+
+def extra_pictures(chaos: Chaos) -> int:
+    """Every published still's file holds one picture, and nothing else a downloader could find in its bytes
+    (tests/published_pictures.py: thumbnails, previews, trailers, base64 images, transparency)."""
+    from tests.published_pictures import pictures_in
+
+    violations, checked = 0, 0
+    for photo in published_photos():
+        if str(photo.id) in chaos.media_photos:
+            continue
+        for _, key in still_files(photo):
+            found = pictures_in(read_bytes(key))
+            checked += 1
+            if len(found) != 1:
+                violations += 1
+                chaos.report.notes.append(f"{key} holds {len(found)} pictures: {', '.join(w for w, _ in found)}")
+    chaos.report.notes.append(f"published still files checked for one picture each: {checked}")
+    return violations
+
+
+def hidden_dnp_faces(chaos: Chaos) -> int:
+    """Each seeded still with more than one plain picture (or a turned one): every picture that any of its
+    published files shows or carries, run through the engine, shows no DNP member of its event at the blur
+    threshold, but their own face in their own file."""
+    from faces import thresholds
+    from faces.models import EventMember, SubjectReference
+    from tests.published_pictures import dnp_faces_in
+
+    violations, files = 0, 0
+    for photo in (photo for photo in published_photos() if str(photo.id) in chaos.rendered_stills):
+        dnp = EventMember.objects.dnp().filter(event_id=photo.event_id).values_list("user_id", flat=True)
+        ready = SubjectReference.objects.filter(user_id__in=list(dnp), status=SubjectReference.Status.READY)
+        references = [(ref.user_id, ref.engine, np.asarray(ref.embedding, np.float32)) for ref in ready]
+        for viewer, key in still_files(photo):
+            others = {str(user): emb for user, _, emb in references if user != viewer}
+            blur = min((thresholds.for_engine(engine).blur or 0.0 for _, engine, _ in references), default=0.0)
+            shown = dnp_faces_in(read_bytes(key), others, blur) if others else []
+            files += 1
+            violations += len(shown)
+            chaos.report.notes += [f"{chaos.rendered_stills[str(photo.id)]}: {key}: {where}" for where in shown]
+    chaos.report.notes.append(f"rendered stills: {files} published files run through the engine for DNP faces")
     return violations
 
 
@@ -1697,7 +1795,7 @@ def expected_files_present(chaos: Chaos, photo) -> bool:
     needs_files = bool(photo.blur_regions) or bool(faces_to_blur(photo, None))
     prefix = f"events/{photo.event_id}/photos/{photo.id}/v{photo.variant_version}/"
     listed = chaos.s3.client().list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("KeyCount", 0)
-    if not needs_files and str(photo.id) not in chaos.media_photos:
+    if not needs_files and str(photo.id) not in chaos.media_photos and str(photo.id) not in chaos.rendered_stills:
         return listed == 0 and photo.public_key == photo.upload_key
     return listed == 2 * (1 + len(own))
 
@@ -1710,5 +1808,7 @@ def read_bytes(key: str) -> bytes:
 
 
 def read_image(key: str) -> np.ndarray:
-    data = read_bytes(key)
-    return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR | cv2.IMREAD_IGNORE_ORIENTATION)
+    """The file as a viewer sees it: its orientation applied, transparency over white."""
+    from tests.published_pictures import shown
+
+    return shown(read_bytes(key))

@@ -56,12 +56,19 @@ def _as_shown(data: bytes) -> list[tuple[str, np.ndarray]]:
         return []
 
 
+def shown(data: bytes) -> np.ndarray:
+    """The file's first picture as a page shows it: its orientation applied, transparency over white."""
+    with Image.open(io.BytesIO(data)) as image:
+        return _composites(ImageOps.exif_transpose(image))[0][1]
+
+
 def _composites(image: Image.Image) -> list[tuple[str, np.ndarray]]:
+    """Over white first (a page), then, for a transparent picture, its colour alone and over black."""
     rgba = np.asarray(image.convert("RGBA")).astype(np.float32)
     colour, alpha = rgba[..., :3], rgba[..., 3:] / 255.0
-    shown = [("", colour)]
+    shown = [("", colour * alpha + 255.0 * (1 - alpha))]
     if (alpha < 1.0).any():
-        shown += [(" over white", colour * alpha + 255.0 * (1 - alpha)), (" over black", colour * alpha)]
+        shown += [(" colour alone", colour), (" over black", colour * alpha)]
     return [(how, cv2.cvtColor(np.rint(pixels).astype(np.uint8), cv2.COLOR_RGB2BGR)) for how, pixels in shown]
 
 
@@ -77,15 +84,17 @@ def _frames(data: bytes) -> list[tuple[str, np.ndarray]]:
         return []
 
 
-def dnp_faces_in(data: bytes, reference: np.ndarray, threshold: float) -> list[str]:
-    """Every picture in `data` with a face whose similarity to `reference` reaches `threshold`, as the real
-    engine reads it."""
+def dnp_faces_in(data: bytes, references: dict, threshold: float) -> list[str]:
+    """Every picture in `data` with a face whose similarity to one of `references` (name -> embedding) reaches
+    `threshold`, as the real engine reads it."""
     from faces.engines import resident_engine
 
     engine = resident_engine()
     shown = []
     for where, pixels in pictures_in(data):
-        similarities = [float(face.embedding @ reference) for face in engine.analyze(np.ascontiguousarray(pixels))]
-        if similarities and max(similarities) >= threshold:
-            shown.append(f"{where}: similarity {max(similarities):.2f}")
+        for face in engine.analyze(np.ascontiguousarray(pixels)):
+            for name, reference in references.items():
+                similarity = float(face.embedding @ reference)
+                if similarity >= threshold:
+                    shown.append(f"{where}: {name}, similarity {similarity:.2f}")
     return shown

@@ -103,6 +103,17 @@ def stored_for(upright: np.ndarray, orientation: int) -> np.ndarray:
     return cv2.rotate(upright, undo)
 
 
+def oriented_png(upright: np.ndarray, orientation: int) -> bytes:
+    """A PNG with an eXIf chunk whose orientation turns the stored pixels upright."""
+    tag = Image.Exif()
+    tag[0x0112] = orientation
+    out = io.BytesIO()
+    Image.fromarray(cv2.cvtColor(stored_for(upright, orientation), cv2.COLOR_BGR2RGB)).save(
+        out, "PNG", exif=tag.tobytes()
+    )
+    return out.getvalue()
+
+
 def turned_heif(upright: np.ndarray, orientation: int, fmt: str) -> bytes:
     """A HEIC or AVIF whose `irot` turns the stored pixels upright (pillow-heif and Pillow write the
     Exif orientation they are given as `irot`/`imir`)."""

@@ -50,8 +50,10 @@ def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
     assert re.search(r"^note: multi-frame DNP faces: [1-9]\d* \(file, frame, face\) checked", table, re.M)
     assert re.search(r"^note: multi-frame files: [1-9]\d* published files", table, re.M)
     assert "| 2. no multi-frame upload published as itself | 0 |" in table
+    # Stills with more than one picture in their bytes, or turned: run through the engine, file by file.
+    assert re.search(r"^note: rendered stills: [1-9]\d* published files run through the engine", table, re.M)
     invariants = re.findall(r"^\| (\d\. [^|]+) \| (\d+) \|$", table, re.M)
-    assert len(invariants) == 11
+    assert len(invariants) == 13
     assert all(count == "0" for _, count in invariants)
     assert "| 6. no photo handled by two readers at once | 0 |" in table
     assert re.search(r"^note: readers at once: [1-9]\d* tries", table, re.M)

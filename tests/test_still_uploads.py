@@ -28,7 +28,7 @@ AROUND_THEM = np.s_[150:500, 0:400]  # the DNP guest with their neighbourhood, 3
 
 @pytest.fixture
 def dnp(group, group_faces, test_thresholds):
-    """(event, DNP user, their reference's embedding): t1's leftmost guest, their reference ready."""
+    """(event, DNP user, {name: their reference's embedding}): t1's leftmost guest, their reference ready."""
     event = factories.event()
     user = factories.member(event, dnp=True)
     reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
@@ -36,7 +36,7 @@ def dnp(group, group_faces, test_thresholds):
     run_worker_drain()
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.READY
-    return event, user, np.asarray(reference.embedding, np.float32)
+    return event, user, {"the DNP guest": np.asarray(reference.embedding, np.float32)}
 
 
 def processed(event, data: bytes, job: str = "face_process") -> Photo:
@@ -47,13 +47,13 @@ def processed(event, data: bytes, job: str = "face_process") -> Photo:
     return photo
 
 
-def published_leaks(photo: Photo, reference: np.ndarray, threshold: float) -> list[str]:
+def published_leaks(photo: Photo, references: dict, threshold: float) -> list[str]:
     """Where the DNP face shows in the public file or its thumbnail."""
     assert photo.processed_at is not None, "the photo was not published"
     return [
         f"{key}: {where}"
         for key in (photo.public_key, photo.public_thumb_key)
-        for where in dnp_faces_in(read_bytes(key), reference, threshold)
+        for where in dnp_faces_in(read_bytes(key), references, threshold)
     ]
 
 
@@ -79,11 +79,11 @@ CASES += ["a second JPEG after the end", "an MPO picture behind an Ultra HDR mar
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("job", ["face_process", "thumbnail_dims"])
 def test_a_picture_hidden_in_the_bytes_is_never_published(dnp, group, test_thresholds, case, job):
-    event, _, reference = dnp
+    event, _, references = dnp
     data = hidden_pictures(group)[case]
-    assert dnp_faces_in(data, reference, test_thresholds.blur), "the upload carries the DNP face"
+    assert dnp_faces_in(data, references, test_thresholds.blur), "the upload carries the DNP face"
     photo = processed(event, data, job)
-    assert published_leaks(photo, reference, test_thresholds.blur) == []
+    assert published_leaks(photo, references, test_thresholds.blur) == []
     assert photo.public_key.endswith("/v1/public.jpg")
     # What is published is the picture shown: t1 without the DNP guest, re-encoded, and nothing more.
     assert difference(only_picture(read_bytes(photo.public_key)), group[WITHOUT_THEM]) < 3.0
@@ -93,18 +93,18 @@ def test_a_picture_hidden_in_the_bytes_is_never_published(dnp, group, test_thres
 def test_a_phone_jpeg_with_an_orientation_is_published_upright_with_the_dnp_face_blurred(
     dnp, group, group_faces, test_thresholds, orientation
 ):
-    event, _, reference = dnp
+    event, _, references = dnp
     photo = processed(event, still_samples.oriented_jpeg(group, orientation))
-    assert_upright_and_blurred(photo, group, group_faces[0].box, reference, test_thresholds.blur)
+    assert_upright_and_blurred(photo, group, group_faces[0].box, references, test_thresholds.blur)
 
 
 @pytest.mark.parametrize("fmt", ["HEIF", "AVIF"])
 def test_an_irot_heic_or_avif_is_published_upright_as_a_jpeg_with_the_dnp_face_blurred(
     dnp, group, group_faces, test_thresholds, fmt
 ):
-    event, _, reference = dnp
+    event, _, references = dnp
     photo = processed(event, still_samples.turned_heif(group, 6, fmt))
-    assert_upright_and_blurred(photo, group, group_faces[0].box, reference, test_thresholds.blur)
+    assert_upright_and_blurred(photo, group, group_faces[0].box, references, test_thresholds.blur)
 
 
 @pytest.mark.parametrize("fmt", ["HEIF", "AVIF"])
@@ -132,16 +132,17 @@ def test_an_orientation_3_reference_selfie_is_read_upright_and_its_member_is_mat
     leftmost = min(photo.faces.all(), key=lambda face: face.box_x)
     assert leftmost.matched_user_id == user
     assert leftmost.similarity >= test_thresholds.match
-    assert published_leaks(photo, np.asarray(reference.embedding, np.float32), test_thresholds.blur) == []
+    embedding = np.asarray(reference.embedding, np.float32)
+    assert published_leaks(photo, {"the DNP guest": embedding}, test_thresholds.blur) == []
 
 
 def test_a_face_drawn_in_the_alpha_channel_is_seen_and_blurred(dnp, group, test_thresholds):
     """The colour channels are black; over a white page the alpha channel shows t1 in grey."""
-    event, _, reference = dnp
+    event, _, references = dnp
     data = still_samples.face_in_alpha(group)
-    assert dnp_faces_in(data, reference, test_thresholds.blur), "over white, the upload shows the DNP face"
+    assert dnp_faces_in(data, references, test_thresholds.blur), "over white, the upload shows the DNP face"
     photo = processed(event, data)
-    assert published_leaks(photo, reference, test_thresholds.blur) == []
+    assert published_leaks(photo, references, test_thresholds.blur) == []
     assert photo.public_key != photo.upload_key
     assert len(pictures_in(read_bytes(photo.public_key))) == 1, "no transparency left to composite"
 
@@ -149,12 +150,12 @@ def test_a_face_drawn_in_the_alpha_channel_is_seen_and_blurred(dnp, group, test_
 @pytest.mark.parametrize("turn", [1, 2, 3])
 def test_a_dnp_face_turned_in_the_picture_itself_is_found_and_blurred(dnp, group, group_faces, test_thresholds, turn):
     """No tag: the picture itself shows the guests lying down (90, 270 degrees) or upside down (180)."""
-    event, user, reference = dnp
+    event, user, references = dnp
     turned = np.ascontiguousarray(np.rot90(group, turn))
     photo = processed(event, still_samples.jpeg(turned))
     assert photo.faces.count() == 6
     assert photo.faces.filter(matched_user_id=user).count() == 1
-    assert published_leaks(photo, reference, test_thresholds.blur) == []
+    assert published_leaks(photo, references, test_thresholds.blur) == []
 
 
 def test_a_plain_jpeg_with_nothing_to_blur_is_published_as_itself(dnp, group, test_thresholds):
@@ -167,7 +168,7 @@ def test_a_plain_jpeg_with_nothing_to_blur_is_published_as_itself(dnp, group, te
 
 def test_an_mpo_is_a_still_rendered_from_its_primary_picture(dnp, group, test_thresholds):
     """Cameras' previews and stereo pairs are stored as MPO: once refused as unsupported media."""
-    event, _, reference = dnp
+    event, _, references = dnp
     without = np.ascontiguousarray(group[WITHOUT_THEM])
     photo = factories.photo(event, data=still_samples.mpo(without, group))
     msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
@@ -175,7 +176,7 @@ def test_an_mpo_is_a_still_rendered_from_its_primary_picture(dnp, group, test_th
     assert msg_id not in archived()
     photo.refresh_from_db()
     assert photo.media_type == "image"
-    assert published_leaks(photo, reference, test_thresholds.blur) == []
+    assert published_leaks(photo, references, test_thresholds.blur) == []
     assert difference(only_picture(read_bytes(photo.public_key)), without) < 3.0
 
 
@@ -185,7 +186,7 @@ def only_picture(data: bytes) -> np.ndarray:
     return shown
 
 
-def assert_upright_and_blurred(photo: Photo, upright: np.ndarray, face_box, reference, threshold: float) -> None:
+def assert_upright_and_blurred(photo: Photo, upright: np.ndarray, face_box, references, threshold: float) -> None:
     """The public file is a tag-free JPEG of the upright picture, the DNP face blurred there and nowhere shown."""
     assert photo.public_key.endswith("/v1/public.jpg")
     assert (photo.width, photo.height) == (upright.shape[1], upright.shape[0])
@@ -194,4 +195,4 @@ def assert_upright_and_blurred(photo: Photo, upright: np.ndarray, face_box, refe
     x1, y1, x2, y2 = (int(v) for v in face_box)
     assert difference(shown[:, 250:], upright[:, 250:]) < 4.0, "the picture is upright, as a viewer saw it"
     assert difference(shown[y1:y2, x1:x2], upright[y1:y2, x1:x2]) > 8.0, "the DNP face is blurred"
-    assert published_leaks(photo, reference, threshold) == []
+    assert published_leaks(photo, references, threshold) == []

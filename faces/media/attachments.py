@@ -13,7 +13,8 @@ Adobe colour marker and an Exif block that holds no second IFD (its thumbnail), 
 JPEG (maker-note previews) and no orientation, then nothing after its end. A PNG is plain
 when it holds only the chunks that decide its pixels and colours, then nothing after IEND. A
 WebP is plain in its simple format: one VP8 or VP8L bitstream and nothing else (the extended
-format's chunks hold Exif, XMP, frames). Every other format is never plain: its container can hold pictures this scan does not read.
+format's chunks hold Exif, XMP, frames). Every other format is never plain: its container can
+hold pictures this scan does not read.
 `attachments` names what it found; an empty list is a plain file. A file that is not plain
 is not refused: its public file is rendered from the decoded picture, like any other file.
 """

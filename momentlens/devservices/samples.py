@@ -166,16 +166,3 @@ def jpeg_promising(image: np.ndarray, width: int, height: int) -> bytes:
     marker = data.find(b"\xff\xc0")
     data[marker + 5 : marker + 9] = struct.pack(">HH", height, width)
     return bytes(data)
-
-
-def png_with_orientation(image: np.ndarray, orientation: int) -> bytes:
-    """A PNG carrying an EXIF orientation tag, which the worker must ignore."""
-    import io
-
-    from PIL import Image
-
-    exif = Image.Exif()
-    exif[0x0112] = orientation
-    buffer = io.BytesIO()
-    Image.fromarray(cv2.cvtColor(image, cv2.COLOR_BGR2RGB)).save(buffer, format="PNG", exif=exif.tobytes())
-    return buffer.getvalue()
