@@ -47,6 +47,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.plans import parse_plan  # noqa: E402
 from faces.engines.pyramid import iou, turned_back  # noqa: E402  (the detector's own geometry)
 
 SIZES = {12: (4000, 3000), 24: (5657, 4243), 48: (8000, 6000)}
@@ -320,29 +321,6 @@ def centerface(threads: int):
 
 def runs_at(name: str, megapixels: int) -> bool:
     return name != CENTERFACE or megapixels <= CENTERFACE_MAX_MP
-
-
-def parse_plan(items: list[str]) -> dict:
-    """KEY=VALUE items -> Plan overrides: numbers, `turns=1,3` (`turns=` for none), `turned_scale=1.0`
-    (`none` for the default), `edge_second_look=1`."""
-    from faces.engines.pyramid import Plan
-
-    defaults = Plan()
-    overrides = {}
-    for item in items:
-        key, _, value = item.partition("=")
-        if key not in {f.name for f in dataclasses.fields(Plan)}:
-            raise SystemExit(f"--plan: Plan has no field {key!r}")
-        default = getattr(defaults, key)
-        if isinstance(default, tuple):
-            overrides[key] = tuple(int(part) for part in value.split(",") if part)
-        elif isinstance(default, bool):
-            overrides[key] = value.lower() in {"1", "true", "yes"}
-        elif default is None or key == "turned_scale":
-            overrides[key] = None if value.lower() in {"", "none"} else float(value)
-        else:
-            overrides[key] = type(default)(float(value))
-    return overrides
 
 
 # ---- scoring -------------------------------------------------------------------------

@@ -3,10 +3,12 @@
 A 12 MP group photo (t1.jpg upscaled, light noise so the codec has texture), 6
 faces, 2 DNP members with ready references: N+1 = 3 files. Each stage is timed by
 wrapping the function that does it; "other" is the rest of the job (row writes,
-commit, queue, Python). Then photos per minute at 1 MP and 12 MP. Real embedded
-PostgreSQL, real SeaweedFS S3, the buffalo_s engine.
+commit, queue, Python). Then photos per minute at 1 MP and 12 MP, and the 12 MP job under
+each detector plan, interleaved in one run: the baseline without the turned levels (faces
+turned in the picture: the plan before they were added), the default, and any `--plan`
+variant (bench/plans.py). Real embedded PostgreSQL, real SeaweedFS S3, the buffalo_s engine.
 
-Usage: python bench/pipeline.py [--photos 3] [--threads 1]
+Usage: python bench/pipeline.py [--photos 3] [--threads 1] [--plan turned_scale=1.0] ...
 """
 
 import argparse
@@ -29,6 +31,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--photos", type=int, default=3, help="photos per size for the throughput table")
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+    parser.add_argument(
+        "--plan", nargs="+", action="append", default=[], metavar="KEY=VALUE", help="a detector plan variant"
+    )
     args = parser.parse_args()
     os.environ["ORT_INTRA_OP_THREADS"] = str(args.threads)
 
@@ -86,6 +91,33 @@ def run(uri: str, s3, args) -> None:
     base = per_photo["12 MP (4000x3000)"]
     for label, seconds in per_photo.items():
         print(f"| {label} | {args.photos} | {seconds:.2f} | {60 / seconds:.1f} | {base / seconds:.2f} |")
+    compare_plans(event, twelve, args)
+
+
+def compare_plans(event, image, args) -> None:
+    """The 12 MP job under each plan, the plans taking turns photo by photo; the median of each."""
+    import dataclasses
+    import statistics
+
+    from bench.plans import parse_plan
+    from faces.engines import resident_engine
+    from faces.engines.pyramid import Plan
+
+    plans = {"without turned levels (baseline)": {"turns": ()}, "default": {}}
+    plans |= {" ".join(items): parse_plan(items) for items in args.plan}
+    pyramid = resident_engine()._pyramid
+    seconds = {name: [] for name in plans}
+    for _ in range(args.photos):
+        for name, overrides in plans.items():
+            pyramid.plan = dataclasses.replace(Plan(), **overrides)
+            seconds[name].append(process(event, image)[0])
+    pyramid.plan = Plan()
+    base = statistics.median(seconds["without turned levels (baseline)"])
+    print(f"\n## face_process at 12 MP by detector plan (median of {args.photos}, plans interleaved)\n")
+    print("| plan | seconds each | ratio vs baseline |")
+    print("|---|---:|---:|")
+    for name, runs in seconds.items():
+        print(f"| {name} | {statistics.median(runs):.2f} | {statistics.median(runs) / base:.2f} |")
 
 
 class StageTimer:

@@ -130,9 +130,20 @@ def turned_heif(upright: np.ndarray, orientation: int, fmt: str) -> bytes:
 def face_in_alpha(image: np.ndarray) -> bytes:
     """A PNG whose colour is black and whose alpha is the picture's darkness: on a white page it shows the
     picture (in grey), while its colour channels alone show nothing."""
-    grey = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
-    rgba = np.zeros((*grey.shape, 4), np.uint8)
-    rgba[..., 3] = 255 - grey
     out = io.BytesIO()
-    Image.fromarray(rgba, "RGBA").save(out, "PNG")
+    _in_alpha(image).save(out, "PNG")
     return out.getvalue()
+
+
+def animation_in_alpha(frames: list[np.ndarray]) -> bytes:
+    """An animated WebP (lossless, 100 ms a frame) of `frames`, each drawn in the alpha channel alone."""
+    images = [_in_alpha(frame) for frame in frames]
+    out = io.BytesIO()
+    images[0].save(out, "WEBP", save_all=True, append_images=images[1:], duration=100, loop=0, lossless=True)
+    return out.getvalue()
+
+
+def _in_alpha(image: np.ndarray) -> Image.Image:
+    rgba = np.zeros((*image.shape[:2], 4), np.uint8)
+    rgba[..., 3] = 255 - cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    return Image.fromarray(rgba, "RGBA")

@@ -147,6 +147,17 @@ def test_a_face_drawn_in_the_alpha_channel_is_seen_and_blurred(dnp, group, test_
     assert len(pictures_in(read_bytes(photo.public_key))) == 1, "no transparency left to composite"
 
 
+def test_an_animation_drawn_in_its_alpha_channel_is_seen_and_blurred_in_every_frame(dnp, group, test_thresholds):
+    """The same trick in an animated WebP: frames are looked at, and written, over white."""
+    event, _, references = dnp
+    small = cv2.resize(group, (640, 443), interpolation=cv2.INTER_AREA)
+    data = still_samples.animation_in_alpha([small, small[:, ::-1], small])
+    assert dnp_faces_in(data, references, test_thresholds.blur), "over white, the upload shows the DNP face"
+    photo = processed(event, data)
+    assert photo.media_type == "animated"
+    assert published_leaks(photo, references, test_thresholds.blur) == []
+
+
 @pytest.mark.parametrize("turn", [1, 2, 3])
 def test_a_dnp_face_turned_in_the_picture_itself_is_found_and_blurred(dnp, group, group_faces, test_thresholds, turn):
     """No tag: the picture itself shows the guests lying down (90, 270 degrees) or upside down (180)."""

@@ -2,7 +2,9 @@
 
 Pillow decodes (it composes each frame onto the canvas, so every frame is whole) and writes
 WebP through libwebp's animation encoder, which takes every frame at once: the whole
-animation is held in memory, bounded by MEDIA_MAX_ANIMATION_PIXELS.
+animation is held in memory, bounded by MEDIA_MAX_ANIMATION_PIXELS. A transparent frame is
+looked at, and written, as a page shows it: over white (faces/media/still.py, `over_white`),
+so a face drawn in the alpha channel is seen, and the output is opaque.
 """
 
 import contextlib
@@ -16,6 +18,7 @@ from PIL import Image
 from faces.images import MediaKind
 from faces.media import limits
 from faces.media.clip import Clip, Painter, RenderedFile, never_stop, poster
+from faces.media.still import over_white
 
 WEBP_QUALITY = 85
 
@@ -42,7 +45,7 @@ class AnimatedImage(Clip):
 
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
-            yield time, cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+            yield time, cv2.cvtColor(over_white(rgba), cv2.COLOR_RGB2BGR)
 
     def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
         # One output at a time: the source frames are decoded again for each, so memory holds
@@ -53,11 +56,10 @@ class AnimatedImage(Clip):
         out, first, previous = [], None, None
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
             between_frames()
-            bgr = cv2.cvtColor(rgba, cv2.COLOR_RGBA2BGR)
+            bgr = cv2.cvtColor(over_white(rgba), cv2.COLOR_RGB2BGR)
             painter(time, bgr)
             first = bgr if first is None else first
             painted = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGBA)
-            painted[..., 3] = rgba[..., 3]
             if previous is not None and np.array_equal(painted, previous):
                 # libwebp folds a frame identical to the one before into that frame's duration; one
                 # unit of one pixel's alpha keeps the upload's frame count (and frame N is frame N).

@@ -95,12 +95,18 @@ class Still:
         return self.attachments or ["transparency that hides or changes what a viewer sees"]
 
     def _flattened(self, bgra: np.ndarray) -> np.ndarray:
-        alpha = bgra[..., 3:]
-        if alpha.min() == 255:
-            return np.ascontiguousarray(bgra[..., :3])
-        self._transparent = True
-        shown = bgra[..., :3] * (alpha / 255.0) + BACKGROUND * (1.0 - alpha / 255.0)
-        return np.rint(shown).astype(np.uint8)
+        self._transparent = bool(bgra[..., 3].min() < 255)
+        return over_white(bgra)
+
+
+def over_white(pixels: np.ndarray) -> np.ndarray:
+    """A picture with an alpha channel (last of four, colours in any order) as a page shows it: the three
+    colour channels over white. An opaque one keeps its colours exactly."""
+    alpha = pixels[..., 3:]
+    if alpha.min() == 255:
+        return np.ascontiguousarray(pixels[..., :3])
+    shown = pixels[..., :3] * (alpha / 255.0) + BACKGROUND * (1.0 - alpha / 255.0)
+    return np.rint(shown).astype(np.uint8)
 
 
 def _orientation(header: Image.Image) -> int:
