@@ -29,10 +29,16 @@ box, landmarks and score). Blurred 24 px faces score 0.25-0.5 in the tiles and
 costs a ~224² pass; a 12 MP scene has a few dozen unsure candidates. Then one
 cross-level NMS (IoU 0.4) plus a containment rule keeps one box per face.
 
+Faces turned in the picture itself (90, 180, 270 degrees: a guest lying down, a child upside
+down) are past what SCRFD finds (about 60 degrees): the coarser levels run again on the photo
+turned each quarter (shrunk to the first of them before it is turned), and what they find is
+turned back. Their landmarks keep their meaning, so each face is embedded upright.
+
 The cost is almost all the finest level: fine_scale² times the photo's pixels, plus
 the tile overlaps and 1/9 for the coarser levels (about 3.1x the photo's pixels in
-all), so time grows with the pixel count, and memory with the tile size only (a
-shrunk copy of the photo for the coarser levels is at most 1/9 of it). The
+all; the turned levels add three times the coarser levels, about 0.8x more), so time
+grows with the pixel count, and memory with the tile size only (a shrunk copy of the
+photo for the coarser levels is at most 1/4 of it). The
 detector runs on the wrapper's onnxruntime session directly: insightface's
 `SCRFD.detect` resizes, copies, and decodes boxes and keypoints of every anchor;
 here one resize + RGB + normalise + NCHW goes straight into the detector's array and
