@@ -11,3 +11,9 @@
 -- pending list that every probe would scan until the next vacuum.
 CREATE INDEX IF NOT EXISTS q_jobs_waiting_idx ON pgmq.q_jobs USING gin (message jsonb_path_ops)
     WITH (fastupdate = off) WHERE read_ct = 0;
+
+-- Every message, by content. The worker reads first-class messages first (docs/ARCHITECTURE.md §4,
+-- jobqueue.queries.READ_FIRST: `message @> ANY({"job": "reference_process"}, ..., {"first": true})`),
+-- a retry (read before) included: the few such messages, found whatever the length of the queue.
+CREATE INDEX IF NOT EXISTS q_jobs_message_idx ON pgmq.q_jobs USING gin (message jsonb_path_ops)
+    WITH (fastupdate = off);

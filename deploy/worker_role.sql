@@ -72,13 +72,13 @@ GRANT SELECT ON subject_references TO momentlens_worker;
 GRANT UPDATE (status, embedding, engine, box, processed_at) ON subject_references TO momentlens_worker;
 
 -- Every photo job locks its photo (SELECT ... FOR UPDATE, faces/jobs/photo_jobs.py) and
--- writes its result: start_version (variant_version, width, height, media_type, duration_ms), the public keys,
--- publish (processed_at) in faces/rendering/files.py, faces_detected_at in
+-- writes its result: start_version (variant_version, width, height, media_type, duration_ms), the public keys
+-- and the render plan, publish (processed_at) in faces/rendering/files.py, faces_detected_at in
 -- faces/recognition.py; unpublish_event and the archive hook unpublish_named_photo
 -- (faces/jobs/archive_hooks.py) clear processed_at. The sweep reads under the same lock.
 GRANT SELECT ON photos TO momentlens_worker;
 GRANT UPDATE (variant_version, width, height, media_type, duration_ms, public_key, public_thumb_key,
-               faces_detected_at, processed_at)
+               render_plan, faces_detected_at, processed_at)
     ON photos TO momentlens_worker;
 
 -- A DNP member's own file (faces/rendering/files.py): update_or_create per viewer, and

@@ -107,6 +107,8 @@ class Photo(models.Model):
     media_type = models.TextField(null=True)  # faces.images.MediaKind
     duration_ms = models.IntegerField(null=True)
     blur_regions = models.JSONField(default=list)
+    # What the current version's files blur (faces.rendering.files.render_plan); None before the first render.
+    render_plan = models.JSONField(null=True)
     variant_version = models.IntegerField(default=0)
     public_key = models.TextField(null=True)
     public_thumb_key = models.TextField(null=True)

@@ -185,12 +185,14 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
                 hint=f"SELECT pgmq.create('{queries.QUEUE}')",
             )
         length = queries.metrics(cursor).length
-        indexed = queries.index_exists(cursor, queries.WAITING_INDEX)
-    if not indexed:
+        missing = [
+            index for index in (queries.WAITING_INDEX, queries.MESSAGE_INDEX) if not queries.index_exists(cursor, index)
+        ]
+    if missing:
         return [
             CheckWarning(
-                f"queue {queries.QUEUE} exists, {length} messages, but the index {queries.WAITING_INDEX} is missing: "
-                "every fan-out scans the queue",
+                f"queue {queries.QUEUE} exists, {length} messages, but the index {' and '.join(missing)} is missing: "
+                "every fan-out and every read of first-class messages scans the queue",
                 hint=QUEUE_INDEXES_FIX,
                 obj="queue",
                 id=NO_WAITING_INDEX,

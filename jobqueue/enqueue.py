@@ -5,7 +5,7 @@ from collections.abc import Iterable
 
 from django.db import connection
 
-from jobqueue import queries
+from jobqueue import queries, registry
 from jobqueue.locks import hold_until_commit
 
 
@@ -14,8 +14,12 @@ def enqueue(payload: dict) -> int:
         return queries.send(cursor, json.dumps(payload))
 
 
-def enqueue_unless_waiting(job: str, id_field: str, ids: Iterable) -> int:
-    """Send {"job": job, id_field: id} for each id (in order, once) unless one is already waiting.
+def enqueue_unless_waiting(job: str, id_field: str, ids: Iterable, *, first: bool = False) -> int:
+    """Send {"job": job, id_field: id} for each id (in order, once) unless one is already waiting; with
+    `first`, marked to be read before ordinary messages (registry.FIRST_MARK).
+
+    A marked send is not kept back by an unmarked message waiting (it would be read too late); an
+    unmarked one is by either.
 
     Waiting: in the queue and never read (read_ct = 0). A message already read does not count: it is
     in flight or hidden for a retry, and its handler may have read the state from before the change this
@@ -29,7 +33,7 @@ def enqueue_unless_waiting(job: str, id_field: str, ids: Iterable) -> int:
     if not unique:
         return 0
     with connection.cursor() as cursor:
-        return queries.send_unless_waiting(cursor, job, id_field, unique)
+        return queries.send_unless_waiting(cursor, job, id_field, unique, registry.FIRST_MARK if first else {})
 
 
 def lock_fan_out(job: str, scope) -> None:

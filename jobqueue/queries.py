@@ -4,6 +4,7 @@ Values always travel as parameters; the queue name is a parameter too, except
 where pgmq has no function for the operation and its table is named directly.
 """
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -33,6 +34,27 @@ EXTEND_VISIBILITY = "SELECT msg_id FROM pgmq.set_vt(%s, %s::bigint, %s)"
 
 # pgmq.read: the oldest visible message; counts the read (read_ct) and hides it for vt seconds.
 READ = "SELECT msg_id, read_ct, message FROM pgmq.read(%s, %s, 1)"
+# pgmq.read's statement, for the oldest visible message that contains one of %(first)s (jsonb objects:
+# a first-class job's name, or the "first" mark): read before any ordinary message (docs/ARCHITECTURE.md
+# §4). Written out: Supabase's pgmq (1.4.4) has no conditional read, and one containment per call would
+# take a round trip per class. The GIN index on messages (deploy/queue_indexes.sql) finds the few such
+# messages, whatever the length of the queue.
+READ_FIRST = """
+    WITH next AS (
+        SELECT msg_id FROM pgmq.q_jobs
+        WHERE message @> ANY(%(first)s::jsonb[]) AND vt <= clock_timestamp()
+        ORDER BY msg_id
+        LIMIT 1
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE pgmq.q_jobs AS queued
+    SET vt = clock_timestamp() + make_interval(secs => %(vt)s),
+        read_ct = queued.read_ct + 1,
+        last_read_at = clock_timestamp()
+    FROM next
+    WHERE queued.msg_id = next.msg_id
+    RETURNING queued.msg_id, queued.read_ct, queued.message
+"""
 # The statement pgmq.delete() builds with dynamic SQL, written out: the function
 # re-plans its EXECUTE on every call, and this runs once per job inside the job's
 # transaction (bench/queue_overhead.py measures the difference).
@@ -60,15 +82,16 @@ RECENT_ARCHIVED = """
 """
 ARCHIVED_MESSAGE = "SELECT message, headers FROM pgmq.a_jobs WHERE msg_id = %s"
 SEND = "SELECT pgmq.send(%s, %s::jsonb, %s::jsonb)"
-# One message {"job": job, id_field: id} per id that has none WAITING (never read: read_ct = 0), in the
-# ids' order, in one statement. A message already read (in flight, or hidden for a retry) does not
-# count: its handler may have read the state before the change this fan-out is for. The archive is
+# One message {"job": job, id_field: id} (with the "first" mark: `mark` {"first": true}, else {}) per id
+# that has none WAITING (never read: read_ct = 0), in the ids' order, in one statement. A message already
+# read (in flight, or hidden for a retry) does not count: its handler may have read the state before the
+# change this fan-out is for. The archive is
 # never read. WAITING_INDEX (deploy/queue_indexes.sql) serves each check, so it does not grow with the
 # queue. pgmq has no function for "is such a message waiting": its table is named directly. Its
 # send_batch refuses an empty array: the last line skips it when every id has a message waiting.
 SEND_UNLESS_WAITING = """
     WITH wanted AS (
-        SELECT jsonb_build_object('job', %s::text, %s::text, ids.id) AS message, ids.position
+        SELECT jsonb_build_object('job', %s::text, %s::text, ids.id) || %s::jsonb AS message, ids.position
         FROM unnest(%s::text[]) WITH ORDINALITY AS ids (id, position)
     ),
     missing AS (
@@ -84,8 +107,10 @@ SEND_UNLESS_WAITING = """
     SELECT count(*) FROM missing, LATERAL pgmq.send_batch(%s, missing.messages)
     WHERE cardinality(missing.messages) > 0
 """
-# The partial GIN index on waiting messages (deploy/queue_indexes.sql) that SEND_UNLESS_WAITING needs.
+# The partial GIN index on waiting messages (deploy/queue_indexes.sql) that SEND_UNLESS_WAITING needs, and
+# the GIN index on every message that READ_FIRST needs.
 WAITING_INDEX = "pgmq.q_jobs_waiting_idx"
+MESSAGE_INDEX = "pgmq.q_jobs_message_idx"
 INDEX_EXISTS = "SELECT to_regclass(%s) IS NOT NULL"
 
 # Transaction-scoped advisory locks: two int4 keys, a namespace and the hash of a scope (an id). The
@@ -149,6 +174,12 @@ def read(cursor, visibility_timeout_s: int) -> Message | None:
     return Message(row[0], row[1], row[2]) if row else None
 
 
+def read_first(cursor, visibility_timeout_s: int, first: list[dict]) -> Message | None:
+    cursor.execute(READ_FIRST, {"first": [json.dumps(item) for item in first], "vt": visibility_timeout_s})
+    row = cursor.fetchone()
+    return Message(row[0], row[1], row[2]) if row else None
+
+
 def delete(cursor, msg_id: int) -> bool:
     cursor.execute(DELETE, [msg_id])
     return cursor.rowcount == 1
@@ -206,9 +237,9 @@ def send(cursor, body: str, headers: str = "{}") -> int:
     return cursor.fetchone()[0]
 
 
-def send_unless_waiting(cursor, job: str, id_field: str, ids: list[str]) -> int:
-    """Send {"job": job, id_field: id} for each id with no such message waiting; how many were sent."""
-    cursor.execute(SEND_UNLESS_WAITING, [job, id_field, ids, QUEUE])
+def send_unless_waiting(cursor, job: str, id_field: str, ids: list[str], mark: dict) -> int:
+    """Send {"job": job, id_field: id, **mark} for each id with no such message waiting; how many were sent."""
+    cursor.execute(SEND_UNLESS_WAITING, [job, id_field, json.dumps(mark), ids, QUEUE])
     return cursor.fetchone()[0]
 
 

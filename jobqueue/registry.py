@@ -8,6 +8,9 @@ Maintenance an app wants done now and then (the faces app's sweeps of objects a
 failed delete left) registers as a periodic task with its interval: run between
 messages when due, or only while the queue is empty (`idle_only`).
 
+A job registered `first=True` is read before ordinary messages (docs/ARCHITECTURE.md §4), and so is
+any message that says `"first": true` (a fan-out's, `jobqueue.enqueue.enqueue_unless_waiting`).
+
 A job may also register `on_archive(payload) -> int`: what its archive must undo
 or record (mark failed, unpublish an event). It runs inside the archive's transaction
 and returns how many rows it changed, for the log line. An app may register an
@@ -30,6 +33,8 @@ class JobType:
     # The message field that names the row the job acts on ("photo_id", ...).
     id_field: str
     on_archive: ArchiveHook | None = None
+    # Read before ordinary messages (oldest first among them).
+    first: bool = False
 
 
 _jobs: dict[str, JobType] = {}
@@ -37,9 +42,11 @@ _jobs: dict[str, JobType] = {}
 _id_fields: list[str] = []
 
 
-def register(name: str, *, id_field: str, on_archive: ArchiveHook | None = None) -> Callable[[Handler], Handler]:
+def register(
+    name: str, *, id_field: str, on_archive: ArchiveHook | None = None, first: bool = False
+) -> Callable[[Handler], Handler]:
     def decorate(handler: Handler) -> Handler:
-        _jobs[name] = JobType(name, handler, id_field, on_archive)
+        _jobs[name] = JobType(name, handler, id_field, on_archive, first)
         _id_fields[:] = sorted({*_id_fields, id_field})
         return handler
 
@@ -48,6 +55,15 @@ def register(name: str, *, id_field: str, on_archive: ArchiveHook | None = None)
 
 def lookup(name: str) -> JobType | None:
     return _jobs.get(name)
+
+
+# What a message read first contains: one of these (jsonb containment, pgmq.q_jobs_message_idx).
+FIRST_MARK = {"first": True}
+
+
+def read_first() -> list[dict]:
+    """The containments that put a message before ordinary ones: a first-class job's name, or the mark."""
+    return [{"job": name} for name, job in sorted(_jobs.items()) if job.first] + [FIRST_MARK]
 
 
 def ids_of(payload: dict | None) -> dict:

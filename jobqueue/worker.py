@@ -1,6 +1,7 @@
 """The consumer loop behind `run_worker` (docs/ARCHITECTURE.md §4).
 
-One reader at a time (jobqueue/session.py), one message at a time, oldest first. A
+One reader at a time (jobqueue/session.py), one message at a time, oldest first (the
+first-class ones before the rest: registry.read_first). A
 try is a read: pgmq's read_ct counts it, and the read commits before the handler
 runs, so a crash counts too. The handler's writes and the message's delete commit
 in one transaction. What becomes of a message is decided first (jobqueue/outcome.py),
@@ -127,7 +128,9 @@ class Worker:
             # Never read on a connection that does not hold the lock.
             raise DatabaseLost("the connection holding the reader lock is gone")
         with self.session.guard():
-            message = queries.read(self.session.cursor, self.config.visibility_timeout_s)
+            vt, cursor = self.config.visibility_timeout_s, self.session.cursor
+            # Messages that are read first (registry.read_first), oldest first; then the oldest of the rest.
+            message = queries.read_first(cursor, vt, registry.read_first()) or queries.read(cursor, vt)
             self._refresh_metrics()
         if message is None:
             return False

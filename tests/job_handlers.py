@@ -28,6 +28,13 @@ def record(payload):
     return {"files": 0}
 
 
+@register("test_first", id_field="photo_id", first=True)
+def first(payload):
+    """A job registered first-class: read before ordinary messages."""
+    _called("test_first", payload)
+    flaky(payload)
+
+
 @register("test_fail", id_field="photo_id")
 def fail(payload):
     _called("test_fail", payload)

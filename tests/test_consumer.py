@@ -58,6 +58,44 @@ def test_a_failed_try_is_read_again_before_a_newer_message(drain):
     assert archived() == {}
 
 
+def test_first_class_messages_are_read_before_older_ordinary_ones_oldest_first(drain):
+    """A first-class job (registered first=True) or a message marked "first" goes before every ordinary message;
+    among themselves, oldest first (docs/ARCHITECTURE.md §4)."""
+    ordinary = [str(uuid.uuid4()) for _ in range(3)]
+    for photo_id in ordinary:
+        send(job("test_record", photo_id))
+    registered, marked = str(uuid.uuid4()), str(uuid.uuid4())
+    send(job("test_first", registered))
+    send(job("test_record", marked, first=True))
+
+    drain()
+
+    assert [photo_id for name, photo_id in job_handlers.calls if name != "test_flaky"] == [
+        registered,
+        marked,
+        *ordinary,
+    ]
+
+
+def test_a_failed_first_class_try_is_read_again_before_a_newer_first_class_message(drain):
+    failing, newer, ordinary = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
+    send(job("test_record", ordinary))
+    job_handlers.flaky_failures[failing] = 1
+    send(job("test_flaky", failing, first=True))
+    send(job("test_first", newer))
+
+    drain()
+
+    order = [(name, photo_id) for name, photo_id in job_handlers.calls if name != "test_flaky" or photo_id == failing]
+    assert order == [
+        ("test_flaky", failing),
+        ("test_flaky", failing),
+        ("test_first", newer),
+        ("test_record", ordinary),
+    ]
+    assert queue_rows() == []
+
+
 def test_three_failures_archive_and_unpublish_in_one_transaction(drain):
     photo = make_published_photo()
     msg_id = send(job("test_fail", str(photo.id)))

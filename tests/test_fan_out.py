@@ -82,7 +82,7 @@ def test_a_reprocess_already_read_or_archived_does_not_suppress_a_new_one():
     with connection.cursor() as cursor:
         queries.archive(cursor, archived_msg, "failed", "gone for good")
 
-    assert fan_out(event) == {"enqueued": 3, "already_waiting": 1}
+    assert fan_out(event) == {"hidden": 0, "enqueued": 3, "already_waiting": 1}
     ids = queued_reprocess_ids()
     assert ids.count(str(waiting.id)) == 1, "the waiting one was not sent again"
     assert ids.count(str(in_flight.id)) == 2, "the one in flight, and a new one"
@@ -142,8 +142,8 @@ def test_two_fan_outs_of_one_event_at_once_send_each_photo_once():
         thread.join(60)
     assert errors == []
     assert results["second_waited"], "the second fan-out waited for the first's lock"
-    assert results["first"] == {"enqueued": 20, "already_waiting": 0}
-    assert results["second"] == {"enqueued": 0, "already_waiting": 20}
+    assert results["first"] == {"hidden": 0, "enqueued": 20, "already_waiting": 0}
+    assert results["second"] == {"hidden": 0, "enqueued": 0, "already_waiting": 20}
     assert sorted(queued_reprocess_ids()) == sorted(str(photo.id) for photo in photos)
 
 
@@ -165,7 +165,7 @@ def test_the_waiting_check_probes_its_index_not_the_queue():
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE schemaname = 'pgmq' AND indexname = 'q_jobs_waiting_idx'")
         (definition,) = cursor.fetchone()
         ids = [str(photo.id) for photo in factories.rendered_photo_rows(factories.event(), 200)]
-        cursor.execute("EXPLAIN " + queries.SEND_UNLESS_WAITING, ["reprocess", "photo_id", ids, queries.QUEUE])
+        cursor.execute("EXPLAIN " + queries.SEND_UNLESS_WAITING, ["reprocess", "photo_id", "{}", ids, queries.QUEUE])
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
     assert "USING gin (message jsonb_path_ops)" in definition
@@ -181,8 +181,28 @@ def test_the_queue_indexes_file_can_be_applied_twice():
         cursor.execute(sql)
         cursor.execute(sql)
         cursor.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgmq' AND tablename = 'q_jobs'")
-        assert cursor.fetchone()[0] == 3, "the primary key, pgmq's vt index, and the waiting index"
+        assert cursor.fetchone()[0] == 4, "the primary key, pgmq's vt index, the waiting and the message index"
     assert queries.WAITING_INDEX == "pgmq.q_jobs_waiting_idx"
+    assert queries.MESSAGE_INDEX == "pgmq.q_jobs_message_idx"
+
+
+def test_the_first_class_read_probes_its_index_not_the_queue():
+    """EXPLAIN of the first-class read on a long queue of ordinary messages: the message index, no Seq Scan."""
+    from jobqueue import registry
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pgmq.send_batch('jobs', ARRAY(SELECT jsonb_build_object('job', 'face_process', "
+            "'photo_id', gen_random_uuid()::text) FROM generate_series(1, %s)))",
+            [6000],
+        )
+        cursor.execute("ANALYZE pgmq.q_jobs")
+        first = [json.dumps(item) for item in registry.read_first()]
+        cursor.execute("EXPLAIN " + queries.READ_FIRST, {"first": first, "vt": 30})
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+
+    assert "q_jobs_message_idx" in plan, plan
+    assert "Seq Scan on q_jobs" not in plan, plan
 
 
 def test_a_photo_job_in_flight_on_another_reader_is_reprocessed_after_it_commits():
@@ -215,5 +235,5 @@ def test_a_photo_job_in_flight_on_another_reader_is_reprocessed_after_it_commits
     result = fan_out(event)
     thread.join(30)
     assert errors == []
-    assert result == {"enqueued": 1, "already_waiting": 0}
+    assert result == {"hidden": 0, "enqueued": 1, "already_waiting": 0}
     assert queued_reprocess_ids() == [str(photo.id)]

@@ -216,7 +216,7 @@ def test_reprocess_event_enqueues_one_reprocess_per_rendered_photo(group, test_t
     published.append(unpublished_after_render)
     with transaction.atomic():  # a handler's transaction: the fan-out's lock lasts until it ends
         result = reprocess_event({"job": "reprocess_event", "event_id": str(event.id)})
-    assert result == {"enqueued": 3, "already_waiting": 0}
+    assert result == {"hidden": 0, "enqueued": 3, "already_waiting": 0}
     import json
 
     from django.db import connection

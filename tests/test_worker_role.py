@@ -47,6 +47,7 @@ TABLE_GRANTS = {
             "duration_ms",
             "public_key",
             "public_thumb_key",
+            "render_plan",
             "faces_detected_at",
             "processed_at",
         },
@@ -186,17 +187,19 @@ def test_the_worker_runs_real_jobs_as_the_role(embedded_pg, role_url, tmp_path, 
     user = factories.member(event, dnp=True)
     reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
     photo = factories.photo(event, group)
-    # reference_process (it enqueues reprocess_event, which enqueues reprocess), face_process,
-    # and a message for no known job: archived on its first read, with the archive hooks.
-    send({"job": "reference_process", "reference_id": str(reference.id)})
+    # face_process; then reference_process (it enqueues reprocess_event, which enqueues reprocess) and a
+    # message for no known job: archived on its first read, with the archive hooks. (Sent together, the
+    # reference would be read first, and face_process would need no reprocess: §4.)
     send({"job": "face_process", "photo_id": str(photo.id)})
-    unknown = send({"job": "no_such_job", "photo_id": str(uuid.uuid4())})
     env = worker_env(embedded_pg, tmp_path, DATABASE_URL=role_url)
 
     check = manage(env, "worker_check")
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.splitlines()[-1] == "worker_check passed"
 
+    assert manage(env, "run_worker", "--drain").returncode == 0
+    send({"job": "reference_process", "reference_id": str(reference.id)})
+    unknown = send({"job": "no_such_job", "photo_id": str(uuid.uuid4())})
     run = manage(env, "run_worker", "--drain")
     assert run.returncode == 0, run.stderr
     assert "permission denied" not in run.stderr

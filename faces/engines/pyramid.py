@@ -122,6 +122,8 @@ def video_frame_plan(width: int, height: int) -> Plan:
 
 
 STRIDE = 32
+# A quarter turn counter-clockwise (np.rot90's sense), by count.
+_ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
 
 
 def _go_on() -> None:
@@ -163,9 +165,8 @@ class PyramidDetector:
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         faces = self._faces(image, levels, between)
-        if small_faces:
-            for turn in self.plan.turns:
-                faces += self._turned_faces(image, self._turned_levels(levels), turn, between)
+        if small_faces and self.plan.turns:
+            faces += self._turned_faces(image, self._turned_levels(levels), between)
         faces += self._across_edges(image, levels[-1])
         return self._finish(faces, width, height)
 
@@ -196,22 +197,23 @@ class PyramidDetector:
                 faces.append(face)
         return faces
 
-    def _turned_faces(self, image: np.ndarray, levels: list[float], turn: int, between) -> list[Found]:
+    def _turned_faces(self, image: np.ndarray, levels: list[float], between) -> list[Found]:
         """Faces turned in the picture itself (a guest lying down, a child upside down), which SCRFD misses
-        past about 60 degrees: `levels` (the coarser ones) run on the photo turned `turn` quarters
-        counter-clockwise, and what they find is turned back. The photo is shrunk to the first of them
+        past about 60 degrees: `levels` (the coarser ones) run on the photo turned by each of the plan's
+        quarter turns, and what they find is turned back. The photo is shrunk once, to the first of them,
         before it is turned, so a turn costs a copy of that level, not of the photo."""
         top = levels[0]
         height, width = image.shape[:2]
         size = (round(width * top), round(height * top))
         small = image if top == 1.0 else cv2.resize(image, size, interpolation=_interp(top))
-        turned = np.ascontiguousarray(np.rot90(small, turn))
         back = np.array([width / size[0], height / size[1]], np.float32)
         faces = []
-        for box, points, score in self._faces(turned, [scale / top for scale in levels], between):
-            corners = turned_back(box.reshape(2, 2), turn, *size) * back
-            box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
-            faces.append((box, turned_back(points, turn, *size) * back, score))
+        for turn in self.plan.turns:
+            turned = cv2.rotate(small, _ROTATE[turn % 4]) if turn % 4 else small
+            for box, points, score in self._faces(turned, [scale / top for scale in levels], between):
+                corners = turned_back(box.reshape(2, 2), turn, *size) * back
+                box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
+                faces.append((box, turned_back(points, turn, *size) * back, score))
         return faces
 
     def _finish(self, faces: list[Found], width: int, height: int) -> list[Found]:

@@ -4,13 +4,14 @@ import logging
 
 from django.db import transaction
 
+from faces.exposure import hide_exposed
 from faces.images import MediaKind, media_kind
 from faces.matching import PhotoMatch
 from faces.media.path import detect_and_store_clip, open_clip, render_clip_and_publish
 from faces.media.still import Still
 from faces.models import Event, EventMember, Photo
 from faces.recognition import cluster_faces, detect_and_store, match_faces
-from faces.rendering.files import render_and_publish
+from faces.rendering.files import plan_of, render_and_publish
 from faces.rendering.sweep import sweep_after_commit
 from faces.storage_io import read_object
 from jobqueue.enqueue import enqueue_unless_waiting, lock_fan_out
@@ -51,9 +52,15 @@ def reprocess(payload: dict) -> dict:
     photo = locked_photo(payload["photo_id"])
     # The face path re-matches the stored faces and never detects again; the one photo it
     # detects on is one published without any face pass (thumbnail_dims): its first and only.
-    first_detection = photo.faces_detected_at is None
-    result = face_path(photo)
-    return {**result, "detail": "first_detection"} if first_detection else result
+    if photo.faces_detected_at is None:
+        return {**face_path(photo), "detail": "first_detection"}
+    if photo.processed_at is not None:
+        # A published photo whose files would not change is not rendered again: its matches are recorded.
+        match = match_faces(photo, (photo.width, photo.height))
+        if plan_of(photo, match) == photo.render_plan:
+            cluster_faces(match)
+            return {"faces": len(match.faces) if match else 0, "files": 0, "detail": "unchanged"}
+    return face_path(photo)
 
 
 def unpublish_event(payload: dict) -> int:
@@ -62,7 +69,7 @@ def unpublish_event(payload: dict) -> int:
     return Photo.objects.published().filter(event_id=payload["event_id"]).update(processed_at=None)
 
 
-@register("reprocess_event", id_field="event_id", on_archive=unpublish_event)
+@register("reprocess_event", id_field="event_id", on_archive=unpublish_event, first=True)
 def reprocess_event(payload: dict) -> dict:
     event_id = Event.objects.filter(id=payload["event_id"]).values_list("id", flat=True).first()
     if event_id is None:
@@ -77,9 +84,15 @@ def reprocess_event(payload: dict) -> dict:
     # change this job is for. Waiting for it shows its render, which is then redone.
     photos = Photo.objects.select_for_update().filter(event_id=event_id).order_by("created_at", "id")
     photo_ids = [photo_id for photo_id, version in photos.values_list("id", "variant_version") if version > 0]
-    # A reprocess still waiting (never read) will read the change this job is for: not sent again.
-    sent = enqueue_unless_waiting("reprocess", "photo_id", photo_ids)
-    return {"enqueued": sent, "already_waiting": len(photo_ids) - sent}
+    # Hide first: what the change exposes is unpublished in this transaction and rendered before
+    # ordinary work (docs/ARCHITECTURE.md §5).
+    hidden = hide_exposed(event_id)
+    first = enqueue_unless_waiting("reprocess", "photo_id", hidden, first=True)
+    # A reprocess still waiting (never read) will read the change this job is for: not sent again. One
+    # whose files would not change renders nothing (`reprocess`).
+    rest = [photo_id for photo_id in photo_ids if photo_id not in hidden]
+    sent = enqueue_unless_waiting("reprocess", "photo_id", rest)
+    return {"hidden": len(hidden), "enqueued": first + sent, "already_waiting": len(rest) - sent}
 
 
 def face_path(photo: Photo, data: bytes | None = None, kind: MediaKind | None = None) -> dict:

@@ -8,10 +8,11 @@ only makes the reference ambiguous (`many_faces`) when it is comparably large.
 from django.utils import timezone
 
 from faces.engines import resident_engine
+from faces.exposure import hide_exposed
 from faces.media.still import Still
 from faces.models import EventMember, SubjectReference
 from faces.storage_io import read_object
-from jobqueue.enqueue import enqueue
+from jobqueue.enqueue import enqueue, enqueue_unless_waiting
 from jobqueue.errors import RowGone
 from jobqueue.registry import register
 
@@ -26,7 +27,7 @@ def mark_failed(payload: dict) -> int:
     )
 
 
-@register("reference_process", id_field="reference_id", on_archive=mark_failed)
+@register("reference_process", id_field="reference_id", on_archive=mark_failed, first=True)
 def reference_process(payload: dict) -> dict:
     reference = SubjectReference.objects.select_for_update().filter(id=payload["reference_id"]).first()
     if reference is None:
@@ -34,8 +35,21 @@ def reference_process(payload: dict) -> dict:
     image = Still(read_object(reference.upload_key)).image
     found = resident_engine().analyze(image, small_faces=False)
     record_reference(reference, dominant_face(found), width=image.shape[1], height=image.shape[0])
-    events = reprocess_member_events(reference) if reference.status == SubjectReference.Status.READY else []
-    return {"faces": len(found), "status": reference.status, "reprocess_events": len(events)}
+    ready = reference.status == SubjectReference.Status.READY
+    hidden = hide_where_dnp(reference.user_id) if ready else 0
+    events = reprocess_member_events(reference) if ready else []
+    return {"faces": len(found), "status": reference.status, "hidden": hidden, "reprocess_events": len(events)}
+
+
+def hide_where_dnp(user_id) -> int:
+    """A DNP member's reference became ready: in each event where they are an active DNP member, the photos
+    that now show them unblurred are hidden in this transaction, and rendered first (faces/exposure.py)."""
+    hidden = 0
+    for event_id in EventMember.objects.dnp().filter(user_id=user_id).values_list("event_id", flat=True):
+        photos = hide_exposed(event_id)
+        enqueue_unless_waiting("reprocess", "photo_id", photos, first=True)
+        hidden += len(photos)
+    return hidden
 
 
 def dominant_face(found: list) -> list:

@@ -57,6 +57,19 @@ def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) 
     ]
 
 
+def render_plan(photo: Photo, planned: list[PlannedFile]) -> dict:
+    """What a render's files blur, as photos.render_plan keeps it: the blur regions, and the ids of the
+    faces each file blurs ("public", or a DNP member's user id). Faces never move once stored, so two
+    renders with the same plan write the same files (faces/jobs/photo_jobs.py, `reprocess`)."""
+    blurred = {str(file.viewer or "public"): sorted(str(face.id) for face in file.faces) for file in planned}
+    return {"regions": photo.blur_regions, "public": [], **blurred}
+
+
+def plan_of(photo: Photo, match: PhotoMatch | None) -> dict:
+    """The render plan the photo's files would have now (every file planned, as for a clip)."""
+    return render_plan(photo, plan_files(photo, match, always=True))
+
+
 def render_and_publish(photo: Photo, still: Still, match: PhotoMatch | None) -> int:
     """Render a still's files, upload them and point the rows at the new version; returns how many were written.
 
@@ -84,6 +97,8 @@ def publish_files(photo: Photo, planned: list[PlannedFile], encoded: Iterable[tu
     if not planned:
         _point_public_at_upload(photo)
     _drop_stale_variants(photo, [file.viewer for file in planned if file.viewer is not None])
+    photo.render_plan = render_plan(photo, planned)
+    photo.save(update_fields=["render_plan"])
     publish(photo)
     return len(planned)
 

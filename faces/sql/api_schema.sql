@@ -47,6 +47,7 @@ CREATE TABLE photos (
     media_type         text CHECK (media_type IN ('image', 'animated', 'video')),  -- written by the worker
     duration_ms        integer,                     -- animated images and videos
     blur_regions       jsonb NOT NULL DEFAULT '[]',  -- [{"x","y","w","h"}] fractions
+    render_plan        jsonb,                       -- written by the worker: what the current files blur
     variant_version    integer NOT NULL DEFAULT 0,
     public_key         text,
     public_thumb_key   text,

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 SCHEMA_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "api_schema.sql"
 # What production applies by hand (docs/OPERATIONS.md): the queue's indexes, idempotent.
 # Columns added to the mirror since a dev database may have been made from it.
-MEDIA_COLUMNS_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "media_columns.sql"
+WORKER_COLUMNS_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "worker_columns.sql"
 QUEUE_INDEXES_SQL = Path(__file__).resolve().parents[2] / "deploy" / "queue_indexes.sql"
 QUEUE_NAME = "jobs"
 # Serialises provisioning between processes that start at the same moment.
@@ -117,13 +117,13 @@ def provision(uri: str) -> None:
             log.info("provision", extra={"step": "schema"})
             conn.execute(SCHEMA_SQL.read_text())
         if not conn.execute(
-            "SELECT 1 FROM information_schema.columns WHERE table_name = 'faces' AND column_name = 'track'"
+            "SELECT 1 FROM information_schema.columns WHERE table_name = 'photos' AND column_name = 'render_plan'"
         ).fetchone():
-            log.info("provision", extra={"step": "media_columns"})
-            conn.execute(MEDIA_COLUMNS_SQL.read_text())
+            log.info("provision", extra={"step": "worker_columns"})
+            conn.execute(WORKER_COLUMNS_SQL.read_text())
         if not conn.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [QUEUE_NAME]).fetchone():
             log.info("provision", extra={"step": "queue", "queue": QUEUE_NAME})
             conn.execute("SELECT pgmq.create(%s)", [QUEUE_NAME])
-        if conn.execute("SELECT to_regclass('pgmq.q_jobs_waiting_idx') IS NULL").fetchone()[0]:
+        if conn.execute("SELECT to_regclass('pgmq.q_jobs_message_idx') IS NULL").fetchone()[0]:
             log.info("provision", extra={"step": "queue_indexes"})
             conn.execute(QUEUE_INDEXES_SQL.read_text())

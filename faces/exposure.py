@@ -1,0 +1,103 @@
+"""Hide first (docs/ARCHITECTURE.md §5): a change that tightens privacy unpublishes, in its own transaction,
+every published photo of the event whose files would now show a face they must blur.
+
+A DNP member turned on, a DNP member who joins, a DNP member's reference that becomes `ready`: the photos
+that show them are public, unblurred, until each is rendered again, and their renders wait in the queue.
+So the job that learns of the change looks first, from the stored embeddings: pgvector finds the published
+photos with a face within reach of a DNP member's reference (at the lowest blur threshold, that of the
+smallest faces), and those with a face at the image's edge (the unsure rule); each of them is matched as
+a render would match it (faces.matching.PhotoMatch, size-aware thresholds, tracks as bags), and a photo
+whose files would blur a face, or a region, that its current files do not (photos.render_plan) is
+unpublished at once. Its render, sent first (`jobqueue.enqueue.enqueue_unless_waiting(first=True)`),
+publishes it again. A false hide only delays a photo by one render; a missed one is a published face, so
+wherever the worker cannot tell (thresholds not measured, a DNP member with no usable reference), every
+published photo with a face is a candidate, and its render plan decides.
+"""
+
+import uuid
+
+from django.db import connection
+
+from faces import thresholds
+from faces.matching import Candidates
+from faces.models import EventMember, Face, Photo
+from faces.recognition import match_of
+from faces.rendering.files import plan_of
+
+# Published photos of the event with a face of `engine` whose cosine distance to a ready reference of one of
+# `users` is at most `distance`, or whose box lies within `edge` of the image's border (fractions).
+CANDIDATE_PHOTOS = """
+    SELECT DISTINCT face.photo_id
+    FROM faces AS face
+    JOIN photos AS photo ON photo.id = face.photo_id AND photo.processed_at IS NOT NULL
+    WHERE face.event_id = %(event_id)s AND face.engine = %(engine)s
+      AND (
+        face.box_x <= %(edge)s OR face.box_y <= %(edge)s
+        OR face.box_x + face.box_w >= 1 - %(edge)s OR face.box_y + face.box_h >= 1 - %(edge)s
+        OR EXISTS (
+            SELECT 1 FROM subject_references AS reference
+            WHERE reference.user_id = ANY(%(users)s) AND reference.status = 'ready'
+              AND reference.engine = face.engine
+              AND (face.embedding <=> reference.embedding) <= %(distance)s
+        )
+      )
+"""
+# Every published photo of the event with a face of `engine`: when the worker cannot tell who is who.
+PHOTOS_WITH_FACES = """
+    SELECT DISTINCT face.photo_id
+    FROM faces AS face
+    JOIN photos AS photo ON photo.id = face.photo_id AND photo.processed_at IS NOT NULL
+    WHERE face.event_id = %(event_id)s AND face.engine = %(engine)s
+"""
+# A face this close to the border (a fraction of the image) may be cut by it: the unsure rule decides.
+EDGE_FRACTION = 0.02
+
+
+def hide_exposed(event_id) -> list[uuid.UUID]:
+    """Unpublish (in this transaction) the event's published photos whose files show less blur than the
+    event's members now need; returns their ids, oldest first. Each is locked first: a photo job in flight
+    on one of them is waited for, and what it publishes is judged."""
+    dnp = list(EventMember.objects.dnp().filter(event_id=event_id).values_list("user_id", flat=True))
+    if not dnp:
+        return []
+    candidates = {photo_id for engine in _engines(event_id) for photo_id in _candidates(event_id, engine, dnp)}
+    photos = Photo.objects.select_for_update().filter(id__in=candidates).order_by("created_at", "id")
+    exposed = [photo.id for photo in photos if photo.processed_at is not None and shows_less_blur(photo)]
+    Photo.objects.filter(id__in=exposed).update(processed_at=None)
+    return exposed
+
+
+def shows_less_blur(photo: Photo) -> bool:
+    """Whether a render now would blur, in some file, a face or region the current file does not. A DNP
+    member's own file that would no longer be written is held to the public file's blur."""
+    size = (photo.width, photo.height) if photo.width and photo.height else None  # unknown: every face unsure
+    now = plan_of(photo, match_of(photo, size))
+    rendered = photo.render_plan or {"regions": [], "public": []}
+    if _regions_added(rendered.get("regions", []), now["regions"]):
+        return True
+    for viewer, faces in rendered.items():
+        if viewer != "regions" and set(now.get(viewer, now["public"])) - set(faces):
+            return True
+    return False
+
+
+def _regions_added(before: list, now: list) -> bool:
+    return any(region not in before for region in now)
+
+
+def _engines(event_id) -> list[str]:
+    return list(Face.objects.filter(event_id=event_id).values_list("engine", flat=True).distinct())
+
+
+def _candidates(event_id, engine: str, dnp: list) -> list:
+    limits = thresholds.for_engine(engine)
+    lowest = min((value for value in (limits.blur, limits.small_face_blur) if value is not None), default=None)
+    candidates = Candidates.for_event(event_id, engine)
+    with connection.cursor() as cursor:
+        if lowest is None or candidates.unidentifiable_dnp:
+            # Not measured, or a DNP member nobody can recognise: every face may be theirs.
+            cursor.execute(PHOTOS_WITH_FACES, {"event_id": event_id, "engine": engine})
+        else:
+            parameters = {"event_id": event_id, "engine": engine, "users": dnp, "edge": EDGE_FRACTION}
+            cursor.execute(CANDIDATE_PHOTOS, {**parameters, "distance": 1.0 - lowest})
+        return [row[0] for row in cursor.fetchall()]

@@ -1,0 +1,10 @@
+-- The columns the worker writes beyond the API's first schema (docs/ARCHITECTURE.md §2): the media
+-- columns (§11) and the blur a photo's files were rendered with (§5, "Re-render only what changes").
+-- For a database made from the mirror before they were in it: the API's own migration adds the same.
+-- Idempotent.
+ALTER TABLE photos ADD COLUMN IF NOT EXISTS media_type text
+    CHECK (media_type IN ('image', 'animated', 'video'));
+ALTER TABLE photos ADD COLUMN IF NOT EXISTS duration_ms integer;
+ALTER TABLE photos ADD COLUMN IF NOT EXISTS render_plan jsonb;
+ALTER TABLE faces ADD COLUMN IF NOT EXISTS frame_time double precision;
+ALTER TABLE faces ADD COLUMN IF NOT EXISTS track integer;
