@@ -215,6 +215,20 @@ class OrphanWatch:
         return max(self.lifetimes + [(now - first, key) for key, first in self.open.items()], default=(0.0, ""))
 
 
+@dataclass
+class DnpChange:
+    """A member with a ready reference, seen in the event's photos, who turns on Do Not Publish mid-run (the
+    API's update and reprocess_event), and what the photos of the event looked like from then on."""
+
+    event_id: str
+    user_id: uuid.UUID
+    reference_id: str
+    msg_id: int | None = None
+    sent_at: float | None = None  # epoch seconds
+    # (epoch seconds, {photo id: the face ids its public file blurs, or None when it is not published})
+    samples: list = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class EdgeCut:
     """A DNP member's face of t1 that a crop cuts with the image's edge, in the crop's pixels."""
@@ -331,6 +345,8 @@ class Chaos:
         # Stills whose bytes hold more than one plain picture, or show it turned, by photo id: their public file
         # is always rendered (faces/media/still.py), and no picture in any published file shows a DNP face.
         self.rendered_stills: dict[str, str] = {}
+        # The member who turns on Do Not Publish halfway through the faults (seed, _change_dnp).
+        self.dnp_change: DnpChange | None = None
         self.report.sweep_settings = (
             f"WORKER_SWEEP_RETRY_S={config.sweep_retry_s:g}, WORKER_FULL_SWEEP_S={config.full_sweep_s:g}"
         )
@@ -430,20 +446,64 @@ class Chaos:
         deadline = time.monotonic() + self.config.timeout_s
         next_fault = time.monotonic() + self.rng.uniform(*self.config.fault_gap_s)
         resent = False
+        change_when_left = len(plan) // 2
         while time.monotonic() < deadline:
             self._restart_if_dead()
             if plan and time.monotonic() >= next_fault:
                 self._inject(plan.pop(0))
                 next_fault = time.monotonic() + self.rng.uniform(*self.config.fault_gap_s)
+            if self._change_due(len(plan) <= change_when_left):
+                self._change_dnp()
             if not resent and archived_count(self) >= 3:
                 self.report.resent_from_archive = resend_from_archive(self, 3)
                 resent = True
-            if not plan and queue_length(self) == 0 and (resent or archived_count(self) < 3):
+            changed = self.dnp_change is None or self.dnp_change.sent_at is not None
+            if changed and not plan and queue_length(self) == 0 and (resent or archived_count(self) < 3):
                 time.sleep(1.0)  # a job in flight may still enqueue more (reprocess_event)
                 if queue_length(self) == 0:
                     return
             time.sleep(0.2)
         self.report.invariants["drained before the timeout"] = 1
+
+    def _change_due(self, halfway: bool) -> bool:
+        """Halfway through the faults (or once they are all injected), once three photos of the event that show
+        the member are published: the change must find published photos to hide."""
+        change = self.dnp_change
+        if change is None or change.sent_at is not None or not halfway:
+            return False
+        try:
+            with db(self, attempts=1) as conn:
+                published = conn.execute(PUBLISHED_IN_EVENT, [change.event_id]).fetchone()[0]
+        except Exception:
+            return False  # the database is being restarted by a fault
+        return published >= 3
+
+    def _change_dnp(self) -> None:
+        """The API's part: the member turns on Do Not Publish, and one reprocess_event; then watch the event."""
+        change = self.dnp_change
+        with db(self) as conn:
+            conn.execute(
+                "UPDATE event_members SET do_not_publish = true WHERE event_id = %s AND user_id = %s",
+                [change.event_id, change.user_id],
+            )
+            change.sent_at = time.time()
+            message = json.dumps({"job": "reprocess_event", "event_id": change.event_id})
+            change.msg_id = conn.execute("SELECT pgmq.send('jobs', %s::jsonb)", [message]).fetchone()[0]
+        with open(self.folder / "faults.log", "a") as out:
+            out.write(f"{wall_clock()} dnp_change user={change.user_id} msg={change.msg_id}\n")
+        self.monitors.append(threading.Thread(target=self._monitor_dnp_change, daemon=True))
+        self.monitors[-1].start()
+
+    def _monitor_dnp_change(self) -> None:
+        """Every 0.1 s: which photos of the event are published, and which faces their public file blurs."""
+        change = self.dnp_change
+        while not self.stop_monitor.wait(0.1):
+            try:
+                with db(self, attempts=1) as conn:
+                    rows = conn.execute(DNP_CHANGE_ROWS, [change.event_id]).fetchall()
+            except Exception:
+                continue  # the database is being restarted by a fault
+            change.samples.append((time.time(), {photo_id: blurred for photo_id, blurred in rows}))
 
     def _restart_if_dead(self) -> None:
         """Each reader that exited is replaced by a new worker (systemd's part)."""
@@ -826,6 +886,14 @@ def event_in_flight(chaos: Chaos) -> str | None:
         return None
 
 
+PUBLISHED_IN_EVENT = (
+    "SELECT count(*) FROM photos WHERE event_id = %s AND processed_at IS NOT NULL AND variant_version > 0"
+)
+# A photo of the event: its id, and the face ids its public file blurs (None: not published).
+DNP_CHANGE_ROWS = (
+    "SELECT id::text, CASE WHEN processed_at IS NULL THEN NULL ELSE coalesce(render_plan->'public', '[]') END "
+    "FROM photos WHERE event_id = %s"
+)
 SNAPSHOT_ROWS = (
     "SELECT p.id::text, p.variant_version, p.processed_at IS NOT NULL, p.upload_key, p.upload_thumb_key, "
     "p.public_key, p.public_thumb_key, "
@@ -990,6 +1058,8 @@ def seed(chaos: Chaos) -> int:
     events = list(Event.objects.all())
 
     hostile_event = events[-1]
+    chaos.dnp_change = late_dnp_member(hostile_event, group_faces, dnp_faces[hostile_event.id], group, save)
+    messages.append({"job": "reference_process", "reference_id": chaos.dnp_change.reference_id})
     bad_uploads = {
         "corrupt": b"\xff\xd8\xff\xe0" + bytes(rng.randrange(256) for _ in range(4000)),
         "truncated": samples.encode_jpeg(group)[:30000],
@@ -1042,6 +1112,21 @@ def seed(chaos: Chaos) -> int:
         for message in messages:
             conn.execute("SELECT pgmq.send('jobs', %s::jsonb)", [json.dumps(message)])
     return len(messages)
+
+
+def late_dnp_member(event, group_faces, dnp: dict[int, uuid.UUID], group: np.ndarray, save) -> DnpChange:
+    """A member who is no DNP member yet, with a reference of a t1 face no DNP member has: the t1 photos of the
+    event show them. Turned on halfway through the faults (Chaos._change_dnp)."""
+    from faces.models import EventMember, SubjectReference
+    from momentlens.devservices import samples
+
+    face = next(index for index in range(len(group_faces)) if index not in dnp)
+    user, reference_id = uuid.uuid4(), uuid.uuid4()
+    EventMember.objects.create(event=event, user_id=user)
+    key = f"users/{user}/references/{reference_id}.jpg"
+    save(key, samples.encode_jpeg(samples.derived_portrait(group, group_faces[face].box)))
+    SubjectReference.objects.create(id=reference_id, user_id=user, upload_key=key)
+    return DnpChange(str(event.id), user, str(reference_id))
 
 
 def edge_cut(rng: random.Random, image: np.ndarray, faces, dnp: dict[int, uuid.UUID]):
@@ -1278,6 +1363,9 @@ def check_invariants(chaos: Chaos) -> None:
     report.invariants["2. no multi-frame upload published as itself"] = media_published_as_itself(chaos, snapshot)
     report.invariants["2. no published still carries more than the one picture it shows"] = extra_pictures(chaos)
     report.invariants["2. no picture in a published still's bytes shows a DNP face"] = hidden_dnp_faces(chaos)
+    report.invariants["2. from the hide's commit, no photo public with the changed member's face unblurred"] = (
+        exposed_after_hide(chaos, lines)
+    )
     report.invariants["2. no photo published before its files existed"] = chaos.early_publications
     report.invariants["3. every key a row points at exists"] = missing_row_keys(chaos)
     report.invariants["3. no orphan left after the workers' own sweeps"] = orphans_left(chaos, snapshot)
@@ -1428,6 +1516,56 @@ def unblurred_published_faces(chaos: Chaos) -> int:
             kept = [face for face in marked if difference(face_core(rendered, face), face_core(upload, face)) < BLURRED]
             violations += len(kept)
     return violations
+
+
+def exposed_after_hide(chaos: Chaos, lines: list[dict]) -> int:
+    """The member turned on Do Not Publish mid-run (DnpChange): their faces in each photo of the event are the
+    ones that reach them at the end (the blur decision of the final state). From the commit of the change's
+    reprocess_event (its job_done or job_archived line), no sample may show a photo published whose public
+    file does not blur each of them. The note gives the commit's delay and the longest exposure from the send."""
+    change = chaos.dnp_change
+    if change is None or change.sent_at is None:
+        chaos.report.notes.append("dnp change: not made (the run ended first)")
+        return 0
+    theirs = member_faces(change)
+    ended = [fields for fields in lines if fields.get("msg_id") == str(change.msg_id)]
+    ended = [f for f in ended if f.get("event") in {"job_done", "job_archived"}]
+    committed = log_time(ended[0]["at"]) + CLOCK_SLACK_S if ended else float("inf")
+    exposed: dict[str, float] = {}
+    violations: set[str] = set()
+    for taken, photos in change.samples:
+        for photo_id, blurred in photos.items():
+            if blurred is not None and not theirs.get(photo_id, set()) <= {str(face) for face in blurred}:
+                exposed[photo_id] = taken - change.sent_at
+                if taken > committed + 0.001:
+                    violations.add(photo_id)
+    delay = f"{committed - change.sent_at:.2f} s" if ended else "never"
+    chaos.report.notes.append(
+        f"dnp change: {sum(1 for faces in theirs.values() if faces)} photos show the member; the hide committed "
+        f"{delay} after the send; longest exposure from the send {max(exposed.values(), default=0.0):.2f} s; "
+        f"{len(change.samples)} samples"
+    )
+    return len(violations)
+
+
+def member_faces(change: DnpChange) -> dict[str, set[str]]:
+    """photo id -> ids of its faces that reach the member at their blur threshold (or are unsure), now."""
+    from faces.matching import PhotoMatch
+    from faces.models import Photo
+
+    theirs = {}
+    for photo in Photo.objects.filter(event_id=change.event_id):
+        faces = list(photo.faces.order_by("id"))
+        if not faces:
+            continue
+        size = (photo.width, photo.height) if photo.width else None
+        match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, size)
+        if change.user_id not in match.candidates.user_ids:
+            continue
+        column = match.candidates.user_ids.index(change.user_id)
+        reaches = (match.similarity[:, column] >= match.blur_at) | match.unsure
+        theirs[str(photo.id)] = {str(face.id) for face, hit in zip(faces, reaches, strict=True) if hit}
+    return theirs
 
 
 def still_files(photo) -> list[tuple[uuid.UUID | None, str]]:

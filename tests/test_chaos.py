@@ -53,7 +53,9 @@ def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
     # Stills with more than one picture in their bytes, or turned: run through the engine, file by file.
     assert re.search(r"^note: rendered stills: [1-9]\d* published files run through the engine", table, re.M)
     invariants = re.findall(r"^\| (\d\. [^|]+) \| (\d+) \|$", table, re.M)
-    assert len(invariants) == 13
+    assert len(invariants) == 14
     assert all(count == "0" for _, count in invariants)
     assert "| 6. no photo handled by two readers at once | 0 |" in table
+    # A member turned on Do Not Publish mid-run: hidden in one job, whatever the queue held.
+    assert re.search(r"^note: dnp change: [1-9]\d* photos show the member; the hide committed \d", table, re.M)
     assert re.search(r"^note: readers at once: [1-9]\d* tries", table, re.M)
