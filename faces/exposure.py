@@ -24,30 +24,30 @@ from faces.models import EventMember, Face, Photo
 from faces.recognition import match_of
 from faces.rendering.files import plan_of
 
-# Published photos of the event with a face of `engine` whose cosine distance to a ready reference of one of
-# `users` is at most `distance`, or whose box lies within `edge` of the image's border (fractions).
+# Published photos of an event (1) with a face of an engine (2) whose box lies within an edge fraction (3)
+# of the image's border, or whose cosine distance to a ready reference of one of some users (4) is at most a
+# distance (5).
 CANDIDATE_PHOTOS = """
     SELECT DISTINCT face.photo_id
     FROM faces AS face
     JOIN photos AS photo ON photo.id = face.photo_id AND photo.processed_at IS NOT NULL
-    WHERE face.event_id = %(event_id)s AND face.engine = %(engine)s
+    WHERE face.event_id = %s AND face.engine = %s
       AND (
-        face.box_x <= %(edge)s OR face.box_y <= %(edge)s
-        OR face.box_x + face.box_w >= 1 - %(edge)s OR face.box_y + face.box_h >= 1 - %(edge)s
+        least(face.box_x, face.box_y, 1 - face.box_x - face.box_w, 1 - face.box_y - face.box_h) <= %s
         OR EXISTS (
             SELECT 1 FROM subject_references AS reference
-            WHERE reference.user_id = ANY(%(users)s) AND reference.status = 'ready'
+            WHERE reference.user_id = ANY(%s) AND reference.status = 'ready'
               AND reference.engine = face.engine
-              AND (face.embedding <=> reference.embedding) <= %(distance)s
+              AND (face.embedding <=> reference.embedding) <= %s
         )
       )
 """
-# Every published photo of the event with a face of `engine`: when the worker cannot tell who is who.
+# Every published photo of an event (1) with a face of an engine (2): when the worker cannot tell who is who.
 PHOTOS_WITH_FACES = """
     SELECT DISTINCT face.photo_id
     FROM faces AS face
     JOIN photos AS photo ON photo.id = face.photo_id AND photo.processed_at IS NOT NULL
-    WHERE face.event_id = %(event_id)s AND face.engine = %(engine)s
+    WHERE face.event_id = %s AND face.engine = %s
 """
 # A face this close to the border (a fraction of the image) may be cut by it: the unsure rule decides.
 EDGE_FRACTION = 0.02
@@ -96,8 +96,7 @@ def _candidates(event_id, engine: str, dnp: list) -> list:
     with connection.cursor() as cursor:
         if lowest is None or candidates.unidentifiable_dnp:
             # Not measured, or a DNP member nobody can recognise: every face may be theirs.
-            cursor.execute(PHOTOS_WITH_FACES, {"event_id": event_id, "engine": engine})
+            cursor.execute(PHOTOS_WITH_FACES, [event_id, engine])
         else:
-            parameters = {"event_id": event_id, "engine": engine, "users": dnp, "edge": EDGE_FRACTION}
-            cursor.execute(CANDIDATE_PHOTOS, {**parameters, "distance": 1.0 - lowest})
+            cursor.execute(CANDIDATE_PHOTOS, [event_id, engine, EDGE_FRACTION, dnp, 1.0 - lowest])
         return [row[0] for row in cursor.fetchall()]

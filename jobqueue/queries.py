@@ -34,21 +34,21 @@ EXTEND_VISIBILITY = "SELECT msg_id FROM pgmq.set_vt(%s, %s::bigint, %s)"
 
 # pgmq.read: the oldest visible message; counts the read (read_ct) and hides it for vt seconds.
 READ = "SELECT msg_id, read_ct, message FROM pgmq.read(%s, %s, 1)"
-# pgmq.read's statement, for the oldest visible message that contains one of %(first)s (jsonb objects:
-# a first-class job's name, or the "first" mark): read before any ordinary message (docs/ARCHITECTURE.md
+# pgmq.read's statement, for the oldest visible message that contains one of the jsonb objects given (a
+# first-class job's name, or the "first" mark): read before any ordinary message (docs/ARCHITECTURE.md
 # §4). Written out: Supabase's pgmq (1.4.4) has no conditional read, and one containment per call would
 # take a round trip per class. The GIN index on messages (deploy/queue_indexes.sql) finds the few such
 # messages, whatever the length of the queue.
 READ_FIRST = """
     WITH next AS (
         SELECT msg_id FROM pgmq.q_jobs
-        WHERE message @> ANY(%(first)s::jsonb[]) AND vt <= clock_timestamp()
+        WHERE message @> ANY(%s::jsonb[]) AND vt <= clock_timestamp()
         ORDER BY msg_id
         LIMIT 1
         FOR UPDATE SKIP LOCKED
     )
     UPDATE pgmq.q_jobs AS queued
-    SET vt = clock_timestamp() + make_interval(secs => %(vt)s),
+    SET vt = clock_timestamp() + make_interval(secs => %s),
         read_ct = queued.read_ct + 1,
         last_read_at = clock_timestamp()
     FROM next
@@ -175,7 +175,7 @@ def read(cursor, visibility_timeout_s: int) -> Message | None:
 
 
 def read_first(cursor, visibility_timeout_s: int, first: list[dict]) -> Message | None:
-    cursor.execute(READ_FIRST, {"first": [json.dumps(item) for item in first], "vt": visibility_timeout_s})
+    cursor.execute(READ_FIRST, [[json.dumps(item) for item in first], visibility_timeout_s])
     row = cursor.fetchone()
     return Message(row[0], row[1], row[2]) if row else None
 

@@ -198,7 +198,7 @@ def test_the_first_class_read_probes_its_index_not_the_queue():
         )
         cursor.execute("ANALYZE pgmq.q_jobs")
         first = [json.dumps(item) for item in registry.read_first()]
-        cursor.execute("EXPLAIN " + queries.READ_FIRST, {"first": first, "vt": 30})
+        cursor.execute("EXPLAIN " + queries.READ_FIRST, [first, 30])
         plan = "\n".join(row[0] for row in cursor.fetchall())
 
     assert "q_jobs_message_idx" in plan, plan

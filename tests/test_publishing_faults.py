@@ -73,7 +73,7 @@ def test_an_outage_in_every_try_unpublishes_the_photo_and_archives_the_message(d
     photo.refresh_from_db()
     published = (photo.public_key, photo.public_thumb_key)
 
-    msg_id = send({"job": "reprocess", "photo_id": str(photo.id)})
+    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})  # re-sent: renders again
     with Outage(seaweed, monkeypatch, stop_at=1, recover=False):
         run_worker_drain()
 
@@ -142,7 +142,7 @@ def test_a_failed_delete_after_commit_is_swept_later(dnp_photo, monkeypatch, cap
 
     with monkeypatch.context() as patch:
         patch.setattr(default_storage, "delete", refuse)
-        send({"job": "reprocess", "photo_id": str(photo.id)})
+        send({"job": "face_process", "photo_id": str(photo.id)})  # re-sent: renders again
         run_worker_drain()
 
     photo.refresh_from_db()

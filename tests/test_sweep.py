@@ -94,7 +94,7 @@ def test_uploads_under_the_derived_prefix_are_never_deleted(group, group_faces, 
     )
     send({"job": "reference_process", "reference_id": str(reference.id)})
     send({"job": "face_process", "photo_id": str(photo.id)})
-    send({"job": "reprocess", "photo_id": str(photo.id)})
+    send({"job": "face_process", "photo_id": str(photo.id)})  # re-sent: renders again
     run_worker_drain()
     sweep_orphans(event.id)
 
@@ -117,7 +117,7 @@ def test_a_failed_delete_is_retried_by_the_worker_itself_when_idle(dnp_photo, mo
 
     with monkeypatch.context() as patch:
         patch.setattr(default_storage, "delete", lambda key: (_ for _ in ()).throw(ConnectionError("storage blip")))
-        send({"job": "reprocess", "photo_id": str(photo.id)})
+        send({"job": "face_process", "photo_id": str(photo.id)})  # re-sent: renders again
         run_worker_drain()
     assert all(default_storage.exists(key) for key in replaced), "left behind by the blip"
 
@@ -146,7 +146,7 @@ def test_a_failed_delete_is_retried_between_jobs_not_only_when_idle(dnp_photo, m
     settings.WORKER_SWEEP_RETRY_S = 0.001
     with monkeypatch.context() as patch:
         patch.setattr(default_storage, "delete", refuse_once)
-        send({"job": "reprocess", "photo_id": str(photo.id)})
+        send({"job": "face_process", "photo_id": str(photo.id)})  # re-sent: renders again
         run_worker_drain()
     assert refused, "the after-commit sweep failed"
     assert not any(default_storage.exists(key) for key in replaced), "retried in the same run"
