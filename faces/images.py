@@ -66,12 +66,33 @@ def media_kind(data: bytes) -> MediaKind:
         raise UndecodableImage("zero bytes")
     if video_container(data):
         return MediaKind.VIDEO
-    with image_header(data) as header:
-        if not is_multi_frame(header):
-            return MediaKind.IMAGE
-        if header.format not in ANIMATION_FORMATS:
-            raise UnsupportedMedia(f"a {header.format} with more than one frame (pages, not an animation)")
-        return MediaKind.ANIMATED
+    try:
+        with image_header(data) as header:
+            if not is_multi_frame(header):
+                return MediaKind.IMAGE
+            if header.format not in ANIMATION_FORMATS:
+                raise UnsupportedMedia(f"a {header.format} with more than one frame (pages, not an animation)")
+            return MediaKind.ANIMATED
+    except UndecodableImage:
+        if ffmpeg_video(data):
+            return MediaKind.VIDEO
+        raise
+
+
+def ffmpeg_video(data: bytes) -> str | None:
+    """The container's name when FFmpeg's probe reads a video stream in the bytes (MPEG-TS and camcorders'
+    .MTS, MPEG-PS, ASF, FLV: every container it reads), else None. Its single-image readers (`*_pipe`,
+    `image2`) are not videos: a still Pillow could not read is an undecodable image."""
+    import av
+
+    try:
+        with av.open(io.BytesIO(data), mode="r") as container:
+            name = container.format.name
+            if container.streams.video and not name.endswith("_pipe") and name != "image2":
+                return name
+    except (av.FFmpegError, ValueError, OSError):  # not a container FFmpeg reads
+        return None
+    return None
 
 
 @contextlib.contextmanager

@@ -1,10 +1,15 @@
-"""Videos (MP4, MOV, WebM) in; MP4 out: H.264, yuv420p, faststart, the audio kept as it is.
+"""Videos (MP4, MOV, WebM, MPEG-TS, any container FFmpeg reads) in; MP4 out: H.264, yuv420p,
+faststart, the sound decoded and encoded again as AAC.
 
 PyAV (FFmpeg's libraries, in-process) decodes and encodes: frames come as numpy arrays with
-their timestamps, the output keeps the upload's timestamps frame for frame, and the audio
-packets are copied into every output without being decoded. Nothing is ever held whole:
-the detection pass and the render pass each stream the file once, and every output of the
-render pass is encoded from the same decoded frame.
+their timestamps, and the output keeps the upload's timestamps frame for frame, in the
+upload's own time base (a variable frame rate and gaps included); timestamps that repeat or
+go backwards are moved one frame past the one before. A frame of another size than the first
+(a recording whose resolution changes) is scaled to the first frame's size. Audio is decoded
+and encoded again, never copied packet for packet: a packet can carry any bytes, a picture
+included; one that does not decode is dropped. Nothing is ever held whole: the detection pass
+and the render pass each stream the file once, and every output of the render pass is encoded
+from the same decoded frame.
 """
 
 import io
@@ -16,6 +21,7 @@ from pathlib import Path
 import av
 import cv2
 import numpy as np
+from django.conf import settings
 
 from faces.images import MediaKind
 from faces.media import limits
@@ -30,8 +36,6 @@ X264_OPTIONS = {"preset": "veryfast", "crf": "20"}
 ENCODED_PIXELS_AT_ONCE = 2 * 3840 * 2160
 # The display matrix's counter-clockwise turn -> the turn that makes a frame upright.
 TURN = {90: cv2.ROTATE_90_COUNTERCLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_CLOCKWISE}
-# Audio the MP4 muxer takes as it is; any other (Vorbis, PCM) is re-encoded to AAC.
-MP4_AUDIO = {"aac", "mp3", "opus", "alac", "flac", "ac3", "eac3"}
 
 
 class Video(Clip):
@@ -58,7 +62,12 @@ class Video(Clip):
         # Phones record the sensor's way up and say how to turn it (the display matrix). The frames
         # are turned upright before anything looks at them (a face on its side is not detected),
         # and the outputs are written upright, with no matrix.
-        self._rotation = self._first_frame().rotation % 360
+        first = self._first_frame()
+        self._rotation = first.rotation % 360
+        # Every frame is shown at the first frame's size (a resolution change mid-stream is scaled to it).
+        self._size = (first.width, first.height)
+        width, height = self._size
+        limits.check(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
         self.width, self.height = (height, width) if self._rotation in (90, 270) else (width, height)
         # Frames with nothing to blur skip the BGR round trip, unless they need turning or padding.
         self._as_decoded = self._rotation == 0 and width % 2 == 0 and height % 2 == 0
@@ -73,10 +82,12 @@ class Video(Clip):
                 yield from _decoded(packet)
 
     def _timed(self, frames) -> Iterator[tuple[av.VideoFrame, float]]:
-        """Each frame with its time; a frame without a timestamp comes one frame after the one before."""
+        """Each frame with its time, strictly increasing: a frame without a timestamp, or whose timestamp
+        repeats or goes backwards, comes one frame after the one before."""
         time = -self._frame_s
         for frame in frames:
-            time = self._seconds(frame.pts) if frame.pts is not None else time + self._frame_s
+            stamped = self._seconds(frame.pts) if frame.pts is not None else None
+            time = stamped if stamped is not None and stamped > time + 1e-9 else time + self._frame_s
             yield frame, time
 
     def _first_frame(self) -> av.VideoFrame:
@@ -87,8 +98,16 @@ class Video(Clip):
         raise limits.UndecodableMedia("the video stream decoded to no frame")
 
     def _upright(self, frame: av.VideoFrame) -> np.ndarray:
+        if frame.width * frame.height > settings.MEDIA_MAX_FRAME_PIXELS:
+            raise limits.MediaTooLarge(f"a {frame.width}x{frame.height} frame > MEDIA_MAX_FRAME_PIXELS")
         pixels = frame.to_ndarray(format="bgr24")
+        if (frame.width, frame.height) != self._size:
+            pixels = cv2.resize(pixels, self._size, interpolation=cv2.INTER_AREA)
         return cv2.rotate(pixels, TURN[self._rotation]) if self._rotation in TURN else pixels
+
+    def _as_it_is(self, frame: av.VideoFrame) -> bool:
+        """Whether a frame no output blurs can go to the encoders as decoded: upright, even-sided, full size."""
+        return self._as_decoded and (frame.width, frame.height) == self._size
 
     def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
         at_once = max(1, ENCODED_PIXELS_AT_ONCE // (self.width * self.height))
@@ -112,7 +131,7 @@ class Video(Clip):
                     between_frames()
                     pixels, pts = None, self._pts(frame, time)
                     for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
-                        if self._as_decoded and posters[index] and not painter.touches(time):
+                        if self._as_it_is(frame) and posters[index] and not painter.touches(time):
                             # Nothing to blur here: the decoded frame goes to the encoder as it is,
                             # without a copy or a conversion to BGR and back.
                             output.decoded(frame, pts, self._time_base)
@@ -140,22 +159,23 @@ class Video(Clip):
         return container
 
     def _pts(self, frame: av.VideoFrame, time: float) -> int:
-        return frame.pts if frame.pts is not None else self._first_pts + round(time / self._time_base)
+        """The output timestamp: the frame's own, moved where _timed moved it."""
+        return self._first_pts + round(time / self._time_base)
 
     def _seconds(self, pts: int) -> float:
         return float((pts - self._first_pts) * self._time_base)
 
 
 def _audio_to_all(packet: av.Packet, outputs: list["_Output"]) -> None:
+    """The packet's sound, decoded once, into every output; a packet that does not decode is dropped."""
     if packet.dts is None:  # the demuxer's end-of-stream marker
         return
-    if outputs and outputs[0].resampler is not None:
-        frames = _decoded(packet)  # once, for every output
-        for output in outputs:
-            output.encode_audio(frames)
+    try:
+        frames = packet.decode()
+    except av.FFmpegError:
         return
     for output in outputs:
-        output.copy_audio(packet)
+        output.encode_audio(frames)
 
 
 def _video_and_audio(container, video_in, audio_in, on_audio) -> Iterator[av.VideoFrame]:
@@ -183,7 +203,7 @@ def _decoded(packet: av.Packet) -> list:
 
 
 class _Output:
-    """One MP4 being written: H.264 frames with the upload's timestamps, its audio copied or re-encoded."""
+    """One MP4 being written: H.264 frames with the upload's timestamps, its sound encoded again as AAC."""
 
     def __init__(self, path: Path, width: int, height: int, video_in, audio_in, rate: Fraction):
         self.container = av.open(str(path), mode="w", format="mp4", options={"movflags": "+faststart"})
@@ -191,16 +211,15 @@ class _Output:
         # yuv420p needs even sides: an odd one gets one copied row or column at its far edge.
         self.stream.width, self.stream.height = width + width % 2, height + height % 2
         self.stream.pix_fmt = "yuv420p"
-        self.stream.time_base = video_in.time_base
+        # The encoder counts in the upload's own time base: in 1/rate (its default) a variable frame rate
+        # or a gap rounds two frames onto one tick, and the muxer refuses the file ("Invalid argument").
+        self.stream.time_base = self.stream.codec_context.time_base = video_in.time_base
         self.audio_out, self.resampler = None, None
         if audio_in is not None:
-            if audio_in.codec_context.name in MP4_AUDIO:
-                self.audio_out = self.container.add_stream_from_template(audio_in)
-            else:
-                self.audio_out = self.container.add_stream("aac", rate=audio_in.codec_context.sample_rate)
-                self.resampler = av.AudioResampler(
-                    format="fltp", layout=audio_in.codec_context.layout, rate=audio_in.codec_context.sample_rate
-                )
+            rate = audio_in.codec_context.sample_rate or 48000
+            layout = audio_in.codec_context.layout.name if audio_in.codec_context.channels <= 2 else "stereo"
+            self.audio_out = self.container.add_stream("aac", rate=rate, layout=layout)
+            self.resampler = av.AudioResampler(format="fltp", layout=layout, rate=rate)
 
     def video(self, painted: np.ndarray, pts: int, time_base: Fraction) -> None:
         if painted.shape[1] != self.stream.width or painted.shape[0] != self.stream.height:
@@ -223,13 +242,6 @@ class _Output:
         finally:
             frame.pts, frame.time_base = saved
 
-    def copy_audio(self, packet: av.Packet) -> None:
-        # Muxing rescales the packet's timestamps in place: every output gets the original ones.
-        pts, dts, duration = packet.pts, packet.dts, packet.duration
-        packet.stream = self.audio_out
-        self.container.mux(packet)
-        packet.pts, packet.dts, packet.duration = pts, dts, duration
-
     def encode_audio(self, frames: list) -> None:
         for frame in frames:
             for resampled in self.resampler.resample(frame):
@@ -238,7 +250,7 @@ class _Output:
     def close(self) -> None:
         try:
             self.container.mux(self.stream.encode(None))
-            if self.resampler is not None:
+            if self.audio_out is not None:
                 self.container.mux(self.audio_out.encode(None))
         finally:
             self.container.close()
