@@ -12,6 +12,7 @@ would show every face in the frames the worker never looked at.
 import contextlib
 import enum
 import io
+import re
 
 import pillow_heif
 from PIL import Image
@@ -38,6 +39,8 @@ ANIMATION_FORMATS = {"GIF", "WEBP", "PNG", "AVIF"}
 # Several pictures, one of them primary (MPO: stereo pairs, previews, Ultra HDR gain maps; a HEIF
 # collection): a still, shown and rendered from its primary picture (faces/media/still.py).
 PRIMARY_PICTURE_FORMATS = {"MPO", "HEIF"}
+# FFmpeg's demuxers of images, by name: what they read is an image for Pillow, never a video.
+IMAGE_DEMUXERS = re.compile(r"pipe|image2|gif|apng|webp")
 
 
 class MediaKind(enum.StrEnum):
@@ -81,14 +84,14 @@ def media_kind(data: bytes) -> MediaKind:
 
 def ffmpeg_video(data: bytes) -> str | None:
     """The container's name when FFmpeg's probe reads a video stream in the bytes (MPEG-TS and camcorders'
-    .MTS, MPEG-PS, ASF, FLV: every container it reads), else None. Its single-image readers (`*_pipe`,
-    `image2`) are not videos: a still Pillow could not read is an undecodable image."""
+    .MTS, MPEG-PS, ASF, FLV: every container it reads), else None. Its readers of images (`*_pipe`,
+    `image2`, GIF, APNG, WebP) are not videos: an image Pillow could not read is an undecodable image."""
     import av
 
     try:
         with av.open(io.BytesIO(data), mode="r") as container:
             name = container.format.name
-            if container.streams.video and not name.endswith("_pipe") and name != "image2":
+            if container.streams.video and not IMAGE_DEMUXERS.search(name):
                 return name
     except (av.FFmpegError, ValueError, OSError):  # not a container FFmpeg reads
         return None

@@ -110,15 +110,18 @@ class Plan:
 
 
 # A video frame is looked at five times a second (faces/media/tracks.py), so its finest level gets a
-# fixed budget of detector pixels: a 1080p frame at 3/4 of its size, a third of a photo's cost. Faces
-# are found from about 43 px at 1080p, 28 px at 720p, and from a photo's 24 px on smaller frames.
-VIDEO_FRAME_DETECTOR_PIXELS = 0.75**2 * 1920 * 1080
+# budget of detector pixels that grows with the frame: 1.5x as a photo's up to 720p (2.1 MP: faces from
+# 24 px), and at least 1x above (1080p 2.1 MP, 4K 8.3 MP, tiled): faces from 24-32 px at any size. The
+# scale is rounded down to an eighth, so a handful of plans serve every frame and region size.
+VIDEO_FRAME_DETECTOR_PIXELS = 1.5**2 * 1280 * 720
+VIDEO_MIN_SCALE = 1.0
 
 
 def video_frame_plan(width: int, height: int) -> Plan:
-    """A video frame's plan: the fixed budget, and no turned levels (five looks a second cannot pay for them)."""
-    scale = min(Plan().fine_scale, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height)))
-    return Plan(fine_scale=round(scale, 3), turns=())
+    """A video frame's plan (or a region of one): the budget above, and no turned levels (five looks a
+    second cannot pay for them)."""
+    scale = min(Plan().fine_scale, max(VIDEO_MIN_SCALE, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height))))
+    return Plan(fine_scale=math.floor(scale * 8) / 8, turns=())
 
 
 STRIDE = 32

@@ -5,7 +5,7 @@ every frame of every file (docs/ARCHITECTURE.md §11).
 stored tracks and never detects (a track's reach depends on its sightings alone, faces/media/tracks.py).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from django.utils import timezone
@@ -17,7 +17,8 @@ from faces.images import MediaKind
 from faces.matching import PhotoMatch
 from faces.media.animated import AnimatedImage
 from faces.media.clip import Clip
-from faces.media.tracks import Track, link, scheduled, tracks_of
+from faces.media.motion import Change, MotionWatch
+from faces.media.tracks import DETECT_INTERVAL_S, Track, link, scheduled, tracks_of
 from faces.media.video import Video
 from faces.models import Face, Photo
 from faces.recognition import face_row
@@ -51,14 +52,57 @@ def detect_and_store_clip(photo: Photo, clip: Clip, data: bytes) -> list[Face]:
 
 
 def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, DetectedFace]]:
-    """(frame time, track, DetectedFace) for every face on every frame the schedule looks at."""
-    seen = []
-    for time, frame in scheduled(clip.frames(), clip.every_frame):
+    """(frame time, track, DetectedFace) for every face found: on every frame the schedule looks at, and on
+    the frames between, wherever the picture changed where no recent sighting covers it (faces/media/motion.py:
+    a face that comes and goes between two looks, or is hidden or blurred on them). Tracks never go on
+    across a hard cut."""
+    seen: list[tuple[float, DetectedFace]] = []
+    changes: dict[float, Change] = {}
+    cuts: list[float] = []
+    for time, frame, look in scheduled(_watched(clip, changes, cuts), clip.every_frame, lambda time: time in cuts):
         ensure_session()  # a try cut off from its session stops within a frame (jobqueue/hangup.py)
-        seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
+        change = changes.pop(time)
+        if look or change.whole_frame:
+            seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
+        else:
+            regions = [region for region in change.regions if not _covered(region, seen, time)]
+            seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region)]
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
-    tracks = link([(time, face.box / scale) for time, face in seen])
+    tracks = link([(time, face.box / scale) for time, face in seen], cuts)
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
+
+
+def _watched(clip: Clip, changes: dict[float, Change], cuts: list[float]):
+    """The clip's frames; how each differs from the one before goes into `changes` (by frame time), and the
+    time of each scene's first frame into `cuts`. An animated image is looked at on every frame: no watch."""
+    watch = MotionWatch()
+    for time, frame in clip.frames():
+        changes[time] = Change() if clip.every_frame else watch.see(frame)
+        if changes[time].cut:
+            cuts.append(time)
+        yield time, frame
+
+
+def _covered(region, seen: list[tuple[float, DetectedFace]], time: float) -> bool:
+    """Whether sightings of the last DETECT_INTERVAL_S, each grown by its face's size on every side, hold
+    the region: a tracked face moving between two looks is covered by its track's path already."""
+    x1, y1, x2, y2 = region
+    for then, face in reversed(seen):
+        if time - then > DETECT_INTERVAL_S:
+            break
+        fx1, fy1, fx2, fy2 = (float(v) for v in face.box)
+        grow_x, grow_y = fx2 - fx1, fy2 - fy1
+        if fx1 - grow_x <= x1 and fy1 - grow_y <= y1 and x2 <= fx2 + grow_x and y2 <= fy2 + grow_y:
+            return True
+    return False
+
+
+def _analyze_region(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]:
+    """The faces in one region of a frame, searched at a video frame's scale, in the frame's pixels."""
+    x1, y1, x2, y2 = region
+    found = engine.analyze(np.ascontiguousarray(frame[y1:y2, x1:x2]), video_frame=True)
+    offset = np.array([x1, y1], dtype=np.float32)
+    return [replace(face, box=face.box + np.tile(offset, 2), landmarks=face.landmarks + offset) for face in found]
 
 
 def render_clip_and_publish(photo: Photo, clip: Clip, match: PhotoMatch | None) -> int:

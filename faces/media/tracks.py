@@ -15,7 +15,7 @@ and leave at a walk or faster, between two looks).
 
 import bisect
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,29 +40,41 @@ PATH_STEP = 0.25
 Box = np.ndarray  # (4,) x1, y1, x2, y2, fractions of the frame
 
 
-def scheduled[Frame](frames: Iterable[tuple[float, Frame]], every_frame: bool) -> Iterator[tuple[float, Frame]]:
-    """The (time, frame) pairs the detector looks at: every frame, or the first, the last, and each
-    frame whose skipping would leave more than DETECT_INTERVAL_S between two looks (one frame of
-    look-ahead, so a video is still streamed)."""
+def scheduled[Frame](
+    frames: Iterable[tuple[float, Frame]], every_frame: bool, cut_before: Callable[[float], bool] = lambda time: False
+) -> Iterator[tuple[float, Frame, bool]]:
+    """Every (time, frame) pair, with whether the detector looks at it: every frame, or the first, the
+    last, each frame whose skipping would leave more than DETECT_INTERVAL_S between two looks, and the
+    last and first frames of a scene around a cut (`cut_before(time)`: a cut right before that frame).
+    One frame of look-ahead, so a video is still streamed."""
     last_look, pending = None, None
     for time, frame in frames:
-        if pending is not None and (every_frame or last_look is None or time - last_look > DETECT_INTERVAL_S + 1e-6):
-            yield pending
-            last_look = pending[0]
+        cut = cut_before(time)
+        if pending is not None:
+            look = every_frame or cut or last_look is None or time - last_look > DETECT_INTERVAL_S + 1e-6
+            last_look = pending[0] if look else last_look
+            yield (*pending, look)
+        last_look = None if cut else last_look
         pending = (time, frame)
     if pending is not None:
-        yield pending
+        yield (*pending, True)
 
 
-def link(sightings: list[tuple[float, Box]]) -> list[int]:
-    """A track number for each sighting (time, box), sightings in time order; greedy, nearest first."""
+def link(sightings: list[tuple[float, Box]], cuts: Iterable[float] = ()) -> list[int]:
+    """A track number for each sighting (time, box), sightings in time order; greedy, nearest first.
+    No track goes on across a cut (the time of a scene's first frame): a new scene's faces are new."""
+    cuts = sorted(cuts)
     tracks: list[tuple[float, Box]] = []  # per track: its last sighting
     by_time: dict[float, list[int]] = {}
     for index, (time, _) in enumerate(sightings):
         by_time.setdefault(time, []).append(index)
     result = [0] * len(sightings)
     for time, indices in by_time.items():
-        open_tracks = [t for t, (last, _) in enumerate(tracks) if 0 < time - last <= MAX_GAP_S + 1e-6]
+        open_tracks = [
+            t
+            for t, (last, _) in enumerate(tracks)
+            if 0 < time - last <= MAX_GAP_S + 1e-6 and not _cut_between(cuts, last, time)
+        ]
         pairs = sorted(
             (cost, index, track)
             for index in indices
@@ -83,6 +95,12 @@ def link(sightings: list[tuple[float, Box]]) -> list[int]:
         for index in taken_sightings:
             tracks[result[index]] = (time, sightings[index][1])
     return result
+
+
+def _cut_between(cuts: list[float], then: float, time: float) -> bool:
+    """Whether a scene starts after `then` and at or before `time`."""
+    index = bisect.bisect_right(cuts, then + 1e-9)
+    return index < len(cuts) and cuts[index] <= time + 1e-9
 
 
 def _link_cost(last: tuple[float, Box], now: tuple[float, Box]) -> float | None:

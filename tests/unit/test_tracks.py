@@ -20,7 +20,7 @@ def box(x: float, y: float = 0.4, w: float = 0.1) -> np.ndarray:
 
 
 def looked_at(times: list[float], every_frame: bool = False) -> list[float]:
-    return [time for time, _ in scheduled(((time, None) for time in times), every_frame)]
+    return [time for time, _, look in scheduled(((time, None) for time in times), every_frame) if look]
 
 
 def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
