@@ -1507,6 +1507,7 @@ def unblurred_published_faces(chaos: Chaos) -> int:
             marked = faces_to_blur(photo, viewer)
             if key == photo.upload_key:
                 violations += len(marked)  # published as uploaded while a face had to be blurred
+                chaos.report.notes += [f"{key}: published as uploaded, face {face.id} marked" for face in marked]
                 continue
             rendered = read_image(key)
             if rendered.shape != upload.shape:
@@ -1515,6 +1516,7 @@ def unblurred_published_faces(chaos: Chaos) -> int:
                 continue
             kept = [face for face in marked if difference(face_core(rendered, face), face_core(upload, face)) < BLURRED]
             violations += len(kept)
+            chaos.report.notes += [f"{key}: face {face.id} marked, not blurred" for face in kept]
     return violations
 
 
@@ -1902,6 +1904,8 @@ def outcome_mismatches(chaos: Chaos, lines: list[dict]) -> int:
     last: dict[str, str] = {}
     refused: dict[str, str] = {}
     for fields in lines:
+        if fields.get("detail") == "already_rendered":
+            continue  # a thumbnail_dims after a render changes nothing: the photo is as the job before left it
         if "photo_id" in fields and fields.get("event") in {"job_done", "job_archived"}:
             if fields.get("outcome") in {"completed", "archived"}:
                 last[fields["photo_id"]] = fields["outcome"]

@@ -59,16 +59,18 @@ def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, Detect
     seen: list[tuple[float, DetectedFace]] = []
     changes: dict[float, Change] = {}
     cuts: list[float] = []
+    searched: dict[float, list] = {}  # frames searched in parts only: those parts
+    scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     for time, frame, look in scheduled(_watched(clip, changes, cuts), clip.every_frame, lambda time: time in cuts):
         ensure_session()  # a try cut off from its session stops within a frame (jobqueue/hangup.py)
         change = changes.pop(time)
         if look or change.whole_frame:
             seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
-        else:
-            regions = [region for region in change.regions if not _covered(region, seen, time)]
-            seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region)]
-    scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
-    tracks = link([(time, face.box / scale) for time, face in seen], cuts)
+            continue
+        regions = [region for region in change.regions if not _covered(region, seen, time)]
+        seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region)]
+        searched[time] = [np.array(region) / scale for region in regions]
+    tracks = link([(time, face.box / scale) for time, face in seen], cuts, searched)
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
 
 

@@ -60,10 +60,14 @@ def scheduled[Frame](
         yield (*pending, True)
 
 
-def link(sightings: list[tuple[float, Box]], cuts: Iterable[float] = ()) -> list[int]:
+def link(
+    sightings: list[tuple[float, Box]], cuts: Iterable[float] = (), searched: dict[float, list[Box]] | None = None
+) -> list[int]:
     """A track number for each sighting (time, box), sightings in time order; greedy, nearest first.
-    No track goes on across a cut (the time of a scene's first frame): a new scene's faces are new."""
-    cuts = sorted(cuts)
+    No track goes on across a cut (the time of a scene's first frame): a new scene's faces are new. At a
+    time when only parts of the frame were searched (`searched[time]`: those regions), only a track last
+    seen within one of them may go on there: the others were not looked for, and are not gone."""
+    cuts, searched = sorted(cuts), searched or {}
     tracks: list[tuple[float, Box]] = []  # per track: its last sighting
     by_time: dict[float, list[int]] = {}
     for index, (time, _) in enumerate(sightings):
@@ -72,8 +76,10 @@ def link(sightings: list[tuple[float, Box]], cuts: Iterable[float] = ()) -> list
     for time, indices in by_time.items():
         open_tracks = [
             t
-            for t, (last, _) in enumerate(tracks)
-            if 0 < time - last <= MAX_GAP_S + 1e-6 and not _cut_between(cuts, last, time)
+            for t, (last, box) in enumerate(tracks)
+            if 0 < time - last <= MAX_GAP_S + 1e-6
+            and not _cut_between(cuts, last, time)
+            and (time not in searched or any(_inside(box, region) for region in searched[time]))
         ]
         pairs = sorted(
             (cost, index, track)
@@ -95,6 +101,12 @@ def link(sightings: list[tuple[float, Box]], cuts: Iterable[float] = ()) -> list
         for index in taken_sightings:
             tracks[result[index]] = (time, sightings[index][1])
     return result
+
+
+def _inside(box: Box, region: Box) -> bool:
+    """Whether the box's centre lies within the region."""
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
 
 
 def _cut_between(cuts: list[float], then: float, time: float) -> bool:

@@ -146,3 +146,23 @@ def test_tracks_are_decided_apart():
 def test_one_edge_cut_face_does_not_make_a_whole_track_unsure_but_an_all_cut_track_is():
     assert match([0.1, 0.1], tracks=[0, 0], hidden=[0.6, 0.0]).blurred() == [False, False]
     assert match([0.1, 0.1], tracks=[0, 0], hidden=[0.6, 0.5]).blurred() == [True, True]
+
+
+def test_a_cut_is_looked_at_on_both_sides_and_no_track_goes_on_across_it():
+    cut = FPS30[10]
+    looks = [t for t, _, look in scheduled(((t, None) for t in FPS30[:30]), False, lambda t: t == cut) if look]
+    assert FPS30[9] in looks, "the old scene's last frame"
+    assert cut in looks, "the new scene's first frame"
+    same_place = [(FPS30[6], box(0.3)), (FPS30[12], box(0.3))]
+    assert len(set(link(same_place))) == 1
+    assert len(set(link(same_place, cuts=[cut]))) == 2
+
+
+def test_a_frame_searched_in_parts_only_continues_the_tracks_last_seen_in_those_parts():
+    """A face found in a changed region between two looks must not take over a track of a face that was
+    not looked for there (it would move that track off its face)."""
+    standing = (0.0, box(0.1, y=0.3, w=0.05))
+    found_in_region = (FPS30[4], box(0.1, y=0.05, w=0.05))  # 5 face widths from `standing`: within reach
+    assert link([standing, found_in_region]) == [0, 0], "without the searched regions, linked"
+    searched = {FPS30[4]: [np.array([0.0, 0.0, 0.3, 0.2])]}
+    assert link([standing, found_in_region], searched=searched) == [0, 1]
