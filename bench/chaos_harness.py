@@ -1178,6 +1178,8 @@ def media_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dn
     crowd = faceless_then(small, everyone)
     alone = faceless_then(portrait, [(walker, box)])
     walking = walking_scene(group, group_faces, dnp)
+    uhd = uhd_scene(group, group_faces)
+    variable_times = variable_rate_times(len(walking.frames))
     region = [{"x": 0.1, "y": 0.1, "w": 0.2, "h": 0.2}]
 
     def made(name: str, kind: str, scene: Scene, data: bytes, event) -> MediaUpload:
@@ -1203,6 +1205,9 @@ def media_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dn
          "thumbnail_dims", hostile_event, []),
         ("MP4 30 fps H.264, DNP face walks in after frame 0", "video", walking, h264(walking.frames, fps=30),
          "face_process", hostile_event, []),
+        ("MP4, variable frame rate 30-20-30 fps", "video", walking, h264(walking.frames, 30, variable_times),
+         "face_process", hostile_event, []),
+        ("MP4 4K, faces 30-35 px", "video", uhd, h264(uhd.frames, fps=30), "face_process", hostile_event, []),
     ]  # fmt: skip
     return [
         (made(name, kind, scene, data, event), data, job, event, regions)
@@ -1302,22 +1307,52 @@ def walking_scene(group: np.ndarray, group_faces, dnp: dict[int, uuid.UUID], cou
     return stamped(Scene(frames, shown))
 
 
-def h264(frames: list[np.ndarray], fps: int) -> bytes:
-    """An MP4 as a phone writes one: H.264 (libx264, yuv420p) at `fps`, through PyAV."""
+def h264(frames: list[np.ndarray], fps: int, times: list[float] | None = None) -> bytes:
+    """An MP4 as a phone writes one: H.264 (libx264, yuv420p) at `fps`, through PyAV; with `times`, each
+    frame at its own time in a 1/90000 time base (a variable frame rate)."""
     import av
 
     out = io.BytesIO()
     height, width = frames[0].shape[:2]
+    base = Fraction(1, fps) if times is None else Fraction(1, 90000)
     with av.open(out, "w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=fps)
         stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.time_base = stream.codec_context.time_base = base
         stream.options = {"crf": "18", "preset": "veryfast"}
         for index, pixels in enumerate(frames):
             frame = av.VideoFrame.from_ndarray(pixels, format="bgr24")
-            frame.pts, frame.time_base = index, Fraction(1, fps)
+            frame.pts = index if times is None else round(times[index] / base)
+            frame.time_base = base
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
     return out.getvalue()
+
+
+def uhd_scene(group: np.ndarray, group_faces, count: int = 10) -> Scene:
+    """3840x2160, t1 shrunk so that its faces are 30-35 px, drifting right 16 px a frame across a grey card."""
+    scale = 0.3
+    small = cv2.resize(group, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+    frames, shown = [], []
+    for index in range(count):
+        canvas = np.full((2160, 3840, 3), 120, np.uint8)
+        x, y = 1400 + 16 * index, 900
+        canvas[y : y + small.shape[0], x : x + small.shape[1]] = small
+        frames.append(canvas)
+        boxes = [
+            (i, tuple(float(v) * scale + o for v, o in zip(f.box, (x, y, x, y), strict=True)))
+            for i, f in enumerate(group_faces)
+        ]
+        shown.append(boxes)
+    return stamped(Scene(frames, shown))
+
+
+def variable_rate_times(count: int) -> list[float]:
+    """A low-light phone's clock: 30 fps, then 20, then 30 again."""
+    third = count // 3
+    times = [i / 30 for i in range(third)]
+    times += [times[-1] + (i + 1) / 20 for i in range(third)]
+    return times + [times[-1] + (i + 1) / 30 for i in range(count - 2 * third)]
 
 
 def refused_media(group: np.ndarray) -> dict[str, bytes]:

@@ -618,11 +618,11 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int):
             canvas, seen = back.copy(), []
             for slot, ((face, box), (x, y)) in enumerate(zip(faces, spots, strict=True)):
                 kind = ("all along", "all along", "brief")[slot // 4]
+                h, w = face.shape[:2]
                 if slot // 4 == 1:
-                    x += WALK_PX * index
+                    x = (x + WALK_PX * index) % (frame_w - w)
                 if kind == "brief" and not 1 <= index % (2 * every) <= 1 + slot % 4:
                     continue  # 1-4 frames (slot 8-11), right after every other look, then gone
-                h, w = face.shape[:2]
                 canvas[y : y + h, x : x + w] = face
                 seen.append((kind, box + np.array([x, y, x, y], np.float32)))
             truth.append(seen)

@@ -6,13 +6,14 @@ goes within 0.2 s, one hidden on every look frame, one blurred by its own motion
 of them changes the picture where it is. So every frame between looks is compared with the one before it
 on a small grey copy (a quarter of the frame's side): after the camera's own shift is taken out (phase
 correlation), the places that changed are the only places a face can have come into view, and only those
-are searched, at the look's own scale, unless recent sightings already cover them.
+are searched, at the look's own scale, but where a person seen in the last 0.2 s is (faces/media/path.py:
+their face, grown to a body's size): their motion is theirs, and their face is covered by its track.
 
 A hard cut changes the whole picture at once: it starts a new scene, whose faces are never linked to the
 faces of the scene before (tracks.link), and whose first frame is looked at.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -37,11 +38,23 @@ Box = tuple[int, int, int, int]  # x1, y1, x2, y2, frame pixels
 
 @dataclass
 class Change:
-    """How a frame differs from the one before it."""
+    """How a frame differs from the one before it: a cut, most of the frame, or where (`changed`, a mask of
+    the small grey copy; `regions_outside` turns it into the regions to search)."""
 
     cut: bool = False
     whole_frame: bool = False
-    regions: list[Box] = field(default_factory=list)
+    changed: np.ndarray | None = None
+    size: tuple[int, int] = (0, 0)  # the frame's width and height
+
+    def regions_outside(self, explained: list[Box]) -> list[Box]:
+        """The changed places, in frame pixels and grown to hold a head, but for those inside `explained`
+        (boxes in frame pixels: where tracked people already are)."""
+        if self.changed is None:
+            return []
+        changed = self.changed.copy()
+        for x1, y1, x2, y2 in explained:
+            changed[max(0, int(y1 * SMALL)) : int(y2 * SMALL) + 1, max(0, int(x1 * SMALL)) : int(x2 * SMALL) + 1] = 0
+        return _regions(changed, *self.size)
 
 
 class MotionWatch:
@@ -62,7 +75,7 @@ class MotionWatch:
         if share > WHOLE_FRAME_SHARE:
             return Change(whole_frame=True)
         height, width = frame.shape[:2]
-        return Change(regions=_regions(changed, width, height))
+        return Change(changed=changed if share else None, size=(width, height))
 
 
 def _grey(frame: np.ndarray) -> np.ndarray:

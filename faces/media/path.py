@@ -67,7 +67,8 @@ def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, Detect
         if look or change.whole_frame:
             seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
             continue
-        regions = [region for region in change.regions if not _covered(region, seen, time)]
+        people = _people(seen, time)
+        regions = [_with_people_it_touches(region, people) for region in change.regions_outside(people)]
         seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region)]
         searched[time] = [np.array(region) / scale for region in regions]
     tracks = link([(time, face.box / scale) for time, face in seen], cuts, searched)
@@ -85,18 +86,28 @@ def _watched(clip: Clip, changes: dict[float, Change], cuts: list[float]):
         yield time, frame
 
 
-def _covered(region, seen: list[tuple[float, DetectedFace]], time: float) -> bool:
-    """Whether sightings of the last DETECT_INTERVAL_S, each grown by its face's size on every side, hold
-    the region: a tracked face moving between two looks is covered by its track's path already."""
-    x1, y1, x2, y2 = region
+def _people(seen: list[tuple[float, DetectedFace]], time: float) -> list:
+    """Where the people seen in the last DETECT_INTERVAL_S are: each face box grown to a body's (a face
+    width on each side, half a face height above, three below). Their own motion needs no search: their
+    faces are covered by their tracks."""
+    people = []
     for then, face in reversed(seen):
         if time - then > DETECT_INTERVAL_S:
             break
-        fx1, fy1, fx2, fy2 = (float(v) for v in face.box)
-        grow_x, grow_y = fx2 - fx1, fy2 - fy1
-        if fx1 - grow_x <= x1 and fy1 - grow_y <= y1 and x2 <= fx2 + grow_x and y2 <= fy2 + grow_y:
-            return True
-    return False
+        x1, y1, x2, y2 = (float(v) for v in face.box)
+        width, height = x2 - x1, y2 - y1
+        people.append((x1 - width, y1 - height / 2, x2 + width, y2 + 3 * height))
+    return people
+
+
+def _with_people_it_touches(region, people: list) -> tuple[int, int, int, int]:
+    """The region grown to hold each person whose box it overlaps: a face moving out of its own box is found
+    again there with its neighbours, so its track goes on (faces/media/tracks.py, `link`'s `searched`)."""
+    x1, y1, x2, y2 = region
+    for px1, py1, px2, py2 in people:
+        if px1 < x2 and x1 < px2 and py1 < y2 and y1 < py2:
+            x1, y1, x2, y2 = min(x1, px1), min(y1, py1), max(x2, px2), max(y2, py2)
+    return max(0, int(x1)), max(0, int(y1)), int(x2), int(y2)
 
 
 def _analyze_region(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]:

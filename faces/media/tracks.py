@@ -85,7 +85,7 @@ def link(
             (cost, index, track)
             for index in indices
             for track in open_tracks
-            if (cost := _link_cost(tracks[track], (time, sightings[index][1]))) is not None
+            if (cost := _link_cost(tracks[track], (time, sightings[index][1]), partial=time in searched)) is not None
         )
         taken_sightings, taken_tracks = set(), set()
         for _, index, track in pairs:
@@ -115,13 +115,17 @@ def _cut_between(cuts: list[float], then: float, time: float) -> bool:
     return index < len(cuts) and cuts[index] <= time + 1e-9
 
 
-def _link_cost(last: tuple[float, Box], now: tuple[float, Box]) -> float | None:
+def _link_cost(last: tuple[float, Box], now: tuple[float, Box], partial: bool = False) -> float | None:
+    """The face's speed, in face widths a second, if the two sightings can be one face. Between looks the
+    time counts as at least one interval; a sighting between looks (`partial`) is held to its real time
+    since the last one: a few frames allow a few frames' travel."""
     (then, a), (time, b) = last, now
     width_a, width_b = a[2] - a[0], b[2] - b[0]
     if min(width_a, width_b) <= 0 or max(width_a, width_b) > SIZE_RATIO * min(width_a, width_b):
         return None
     centre_a, centre_b = (a[:2] + a[2:]) / 2, (b[:2] + b[2:]) / 2
-    speed = float(np.linalg.norm(centre_b - centre_a)) / max(width_a, width_b) / max(time - then, DETECT_INTERVAL_S)
+    seconds = max(time - then, 1e-3 if partial else DETECT_INTERVAL_S)
+    speed = float(np.linalg.norm(centre_b - centre_a)) / max(width_a, width_b) / seconds
     return speed if speed <= LINK_SPEED else None
 
 
