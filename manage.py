@@ -1,14 +1,7 @@
 #!/usr/bin/env python
-import os
 import sys
 
-
-def main():
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
-    from django.core.management import execute_from_command_line
-
-    execute_from_command_line(sys.argv)
-
+from momentlens.cli import main
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv)

@@ -96,17 +96,22 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
 def face_models(app_configs=None, **kwargs) -> list[CheckMessage]:
     """Build the resident engine (once per process; kept for the worker's loop)."""
     from faces.engines import resident_engine
-    from faces.engines.base import ModelsMissing
+    from faces.engines.base import ModelsMissing, ProviderUnavailable
 
     try:
         engine = resident_engine()
     except ModelsMissing as error:
         return failed("face_models", "faces.E005", str(error), hint="see docs/OPERATIONS.md, 'Face models'")
+    except ProviderUnavailable as error:
+        hint = "install requirements-gpu.txt and the driver on a GPU box, or set ORT_PROVIDERS=CPUExecutionProvider"
+        return failed("face_models", "faces.E006", str(error), hint=hint)
     pack = engine.pack
     checked = "sha256 checked" if pack.sha256 else "structure checked, no digest known"
     return [
         Info(
-            f"{engine.name} loaded: {pack.detector}, {pack.recognizer} ({checked})", obj="face_models", id="faces.I004"
+            f"{engine.name} loaded on {engine.provider}: {pack.detector}, {pack.recognizer} ({checked})",
+            obj="face_models",
+            id="faces.I004",
         )
     ]
 

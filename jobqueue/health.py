@@ -6,6 +6,8 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from jobqueue import registry
+
 
 @dataclass
 class WorkerState:
@@ -39,6 +41,7 @@ class WorkerState:
                 "queue_length": self.queue_length,
                 "last_job_age_s": None if self.last_job_at is None else round(time.time() - self.last_job_at, 1),
                 "jobs_done": self.jobs_done,
+                **registry.health_fields(),
             }
 
     @property
@@ -70,15 +73,24 @@ class HealthServer:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
+                body = self._answer()
+                if body is not None:
+                    self.wfile.write(body)
+
+            def do_HEAD(self):
+                """The status alone (monitors and load balancers check with HEAD)."""
+                self._answer()
+
+            def _answer(self) -> bytes | None:
                 if self.path.split("?")[0] != "/health":
                     self.send_error(404)
-                    return
+                    return None
                 body = json.dumps(state.snapshot()).encode()
                 self.send_response(200 if state.healthy else 503)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                return body
 
             def log_message(self, format, *args):
                 # nginx pings every few seconds; those lines would drown the job log.

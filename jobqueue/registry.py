@@ -118,3 +118,16 @@ def register_periodic(
 def due_periodic_tasks(*, idle: bool) -> list[PeriodicTask]:
     now = time.monotonic()
     return [task for task in _periodic.values() if task.due(now, idle)]
+
+
+# What /health shows beside the loop's own state: {field: a function returning its value}.
+_health_fields: dict[str, Callable[[], object]] = {}
+
+
+def register_health_field(name: str, value: Callable[[], object]) -> None:
+    """`value()` appears in /health as `name` (the faces app: the engine and its provider)."""
+    _health_fields[name] = value
+
+
+def health_fields() -> dict:
+    return {name: value() for name, value in _health_fields.items()}

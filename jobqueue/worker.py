@@ -141,6 +141,7 @@ class Worker:
         log.warning("db_lost", extra={"error": str(lost), **lost.in_flight})
         self.session.drop()
         if self.session.take(deadline=time.monotonic() + self.config.db_recovery_s):
+            self.state.update(phase="running")  # /health: 200 again, as the loop is
             log.info("db_recovered")
 
     def _run_periodic_tasks(self, *, idle: bool) -> None:

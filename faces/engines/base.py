@@ -67,3 +67,8 @@ def to_unit_512(vector: np.ndarray) -> np.ndarray:
 
 class ModelsMissing(RuntimeError):
     """A model folder is missing or incomplete: the worker refuses to start, and says what to put where."""
+
+
+class ProviderUnavailable(RuntimeError):
+    """ORT_PROVIDERS names a provider onnxruntime cannot load here: the worker refuses to start rather than fall
+    back to another in silence (a CUDA box running on its CPU is a slow box nobody knows about)."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faces.engines.base import Detection, FaceEngine, ModelsMissing, to_unit_512
+from faces.engines.base import Detection, FaceEngine, ModelsMissing, ProviderUnavailable, to_unit_512
 from faces.engines.packs import ModelFileRejected, ModelPack
 from faces.engines.pyramid import Plan, PyramidDetector, video_frame_plan
 
@@ -47,6 +47,8 @@ class InsightFaceEngine(FaceEngine):
         self.name = pack.engine_name
         self.pack = pack
         self._options = (intra_op_threads, list(providers or ["CPUExecutionProvider"]))
+        # The provider the sessions run on (checked: never a silent fall-back).
+        self.provider = self._options[1][0]
         preload_cuda_libraries(self._options[1])
         self._detector = self._scrfd(detector_file, pack.name)
         fine = self._scrfd(small_detector_file, pack.small_faces_from.name) if small_detector_file else self._detector
@@ -94,14 +96,27 @@ class InsightFaceEngine(FaceEngine):
 def _session(model_file: str, intra_op_threads: int, providers: list[str]):
     import onnxruntime
 
+    available = onnxruntime.get_available_providers()
+    missing = [provider for provider in providers if provider not in available]
+    if missing:
+        raise ProviderUnavailable(
+            f"ORT_PROVIDERS names {', '.join(missing)}, which this onnxruntime cannot load "
+            f"(it has {', '.join(available)})"
+        )
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = intra_op_threads
     options.inter_op_num_threads = 1
     options.log_severity_level = ORT_LOG_ERRORS_ONLY
     try:
-        return onnxruntime.InferenceSession(model_file, options, providers=[_with_options(p) for p in providers])
+        session = onnxruntime.InferenceSession(model_file, options, providers=[_with_options(p) for p in providers])
     except Exception as error:  # onnxruntime raises its own types for files that are not models
         raise ModelFileRejected(f"{model_file} does not load as an ONNX model: {error}") from None
+    if session.get_providers()[0] != providers[0]:
+        # onnxruntime falls back to the next provider when one fails to start (no driver, no device).
+        raise ProviderUnavailable(
+            f"{providers[0]} did not start for {model_file}: running on {session.get_providers()[0]}"
+        )
+    return session
 
 
 def _with_options(provider: str):

@@ -1,5 +1,6 @@
 import threading
 
+from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.postgresql import base
 
 # The embedded server's start-up takes a lock of the wheel's that is a process lock, not
@@ -20,7 +21,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
         params = super().get_connection_params()
         pgdata = self.settings_dict.get("EMBEDDED_PGDATA")
         if pgdata:
-            from momentlens.devservices.postgres import EmbeddedPostgres
+            try:
+                from momentlens.devservices.postgres import EmbeddedPostgres
+            except ImportError:  # a production install: requirements.txt has no embedded server
+                raise ImproperlyConfigured(
+                    "DATABASE_URL is not set, and the embedded PostgreSQL of dev and tests is not installed here: "
+                    "set DATABASE_URL (docs/OPERATIONS.md)"
+                ) from None
 
             with _starting:
                 params["host"] = str(EmbeddedPostgres(pgdata).ensure_ready().socket_dir)

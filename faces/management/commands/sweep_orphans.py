@@ -7,7 +7,10 @@ worker. Uploads are never touched.
 """
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
+from faces.management.ids import row_by_id
+from faces.models import Event
 from faces.rendering.sweep import sweep_storage
 from jobqueue.messages import is_uuid
 
@@ -16,11 +19,14 @@ class Command(BaseCommand):
     help = "Delete derived objects no row points at: replaced versions, leftovers, deleted photos and events."
 
     def add_arguments(self, parser):
-        parser.add_argument("--event", help="only this event's folder (the event may have been deleted)")
+        parser.add_argument(
+            "--event", help="only this event's folder: its id (the event may have been deleted) or its id's start"
+        )
 
     def handle(self, *args, event=None, **options):
+        connection.ensure_connection()  # a stopped database is said so, even with nothing in storage to sweep
         if event is not None and not is_uuid(event):
-            raise CommandError(f"--event must be an event id (a uuid), not {event!r}")
+            event = str(row_by_id(Event, event, "event").id)
         try:
             deleted, busy = sweep_storage(event)
         except Exception as error:  # storage or database down: one line, exit 1, nothing half-claimed

@@ -12,7 +12,6 @@ from django.core.management.base import BaseCommand
 from jobqueue import reporting
 from jobqueue.checks import WORKER_START
 from jobqueue.health import HealthServer, WorkerState
-from jobqueue.logfmt import kv
 from jobqueue.worker import StopNow, Worker, WorkerConfig, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
@@ -37,10 +36,10 @@ class Command(BaseCommand):
             sig: signal.signal(sig, lambda *_: worker.request_stop()) for sig in (signal.SIGTERM, signal.SIGINT)
         }
         try:
-            start_checks(self.stderr)
+            start_checks()
             worker.run()
         except WorkerDied as died:
-            self.stderr.write(kv("worker_died", error=str(died)))
+            log.error("worker_died", extra={"error": str(died).strip().splitlines()[0]})
             sys.exit(1)
         except StopNow:  # a second signal while the start checks load the models
             log.warning("worker_abandon", extra={"outcome": "stopped_before_the_loop"})
@@ -65,12 +64,12 @@ def start_health(state: WorkerState, port: int) -> HealthServer | None:
         return None
 
 
-def start_checks(stderr) -> None:
+def start_checks() -> None:
     """The checks tagged worker_start (the apps register them: the faces app's builds its engine, once, to
     keep), in this process before the loop. An Error stops the worker (exit 1); a Warning is logged."""
     for message in checks.run_checks(tags=[WORKER_START], include_deployment_checks=True):
         if message.is_serious():
-            stderr.write(kv("worker_died", check=message.obj, error=message.msg, fix=message.hint))
+            log.error("worker_died", extra={"check": message.obj, "error": message.msg, "fix": message.hint})
             sys.exit(1)
         if message.level >= checks.WARNING:
             log.warning("check_warning", extra={"check": message.obj, "detail": message.msg, "fix": message.hint})

@@ -1,0 +1,47 @@
+"""Settings from environment variables, each checked where it is read: a bad value stops any command with one
+line naming the variable (manage.py prints it), never a traceback from deep inside a library."""
+
+import logging
+import os
+
+from django.core.exceptions import ImproperlyConfigured
+
+
+def text(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def integer(name: str, default: int, *, least: int | None = None, most: int | None = None) -> int:
+    return _number(name, default, int, "a whole number", least, most)
+
+
+def number(name: str, default: float, *, least: float | None = None) -> float:
+    return _number(name, default, float, "a number", least, None)
+
+
+def choice(name: str, default: str, choices) -> str:
+    value = os.environ.get(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name}={value!r}: must be one of {', '.join(sorted(choices))}")
+    return value
+
+
+def log_level(name: str, default: str) -> str:
+    value = os.environ.get(name, default).upper()
+    if not isinstance(logging.getLevelName(value), int):
+        raise ImproperlyConfigured(f"{name}={value!r}: must be one of DEBUG, INFO, WARNING, ERROR, CRITICAL")
+    return value
+
+
+def _number(name: str, default, kind, described: str, least, most):
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r}: not {described}") from None
+    if (least is not None and value < least) or (most is not None and value > most):
+        bounds = f"at least {least}" if most is None else f"from {least} to {most}"
+        raise ImproperlyConfigured(f"{name}={raw!r}: must be {bounds}")
+    return value
