@@ -309,6 +309,7 @@ class Snapshot:
     rows: dict[str, PhotoRow]
     keys: list[str]
     taken: float
+    etags: dict[str, str] = field(default_factory=dict)  # each listed key's ETag: its bytes' digest
 
 
 class Chaos:
@@ -347,6 +348,10 @@ class Chaos:
         self.rendered_stills: dict[str, str] = {}
         # The member who turns on Do Not Publish halfway through the faults (seed, _change_dnp).
         self.dnp_change: DnpChange | None = None
+        # The ETag of each derived object when a committed row was first seen naming it; the named objects whose
+        # bytes changed since (a try cut off from its session, still uploading, over a committed render).
+        self.named_etags: dict[str, str] = {}
+        self.replaced_named: set[str] = set()
         self.report.sweep_settings = (
             f"WORKER_SWEEP_RETRY_S={config.sweep_retry_s:g}, WORKER_FULL_SWEEP_S={config.full_sweep_s:g}"
         )
@@ -754,6 +759,7 @@ class Chaos:
                 continue  # the database or S3 is being restarted by a fault
             self.orphan_watch.observe(orphan_keys(snapshot), snapshot.taken)
             self.media_exposed |= exposed_media(snapshot, self.media_photos, self.refused_media)
+            self.replaced_named |= replaced_named_objects(snapshot, self.named_etags)
 
     def _monitor_publications(self) -> None:
         """Sample published photos while the run goes on: each key a row names must already exist."""
@@ -905,11 +911,12 @@ def storage_snapshot(chaos: Chaos, attempts: int = 60, client=None) -> Snapshot:
     with db(chaos, attempts) as conn:
         rows = conn.execute(SNAPSHOT_ROWS).fetchall()  # one statement: one snapshot of photos and variants
     client = client or chaos.s3.client()
-    keys = [
-        obj["Key"]
+    etags = {
+        obj["Key"]: obj.get("ETag", "")
         for page in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, Prefix="events/")
         for obj in page.get("Contents", [])
-    ]
+    }
+    keys = list(etags)
     photos = {
         photo_id: PhotoRow(
             version,
@@ -919,7 +926,20 @@ def storage_snapshot(chaos: Chaos, attempts: int = 60, client=None) -> Snapshot:
         )
         for photo_id, version, published, upload, upload_thumb, public, public_thumb, variants in rows
     }
-    return Snapshot(photos, keys, time.monotonic())
+    return Snapshot(photos, keys, time.monotonic(), etags)
+
+
+def replaced_named_objects(snapshot: Snapshot, first_seen: dict[str, str]) -> set[str]:
+    """Keys a committed row names whose bytes (ETag) differ from when a row was first seen naming them."""
+    replaced = set()
+    for row in snapshot.rows.values():
+        for key in row.named - row.uploads:
+            etag = snapshot.etags.get(key)
+            if etag is None:
+                continue
+            if first_seen.setdefault(key, etag) != etag:
+                replaced.add(key)
+    return replaced
 
 
 def orphan_keys(snapshot: Snapshot) -> set[str]:
@@ -1405,6 +1425,9 @@ def check_invariants(chaos: Chaos) -> None:
     report.invariants["3. every key a row points at exists"] = missing_row_keys(chaos)
     report.invariants["3. no orphan left after the workers' own sweeps"] = orphans_left(chaos, snapshot)
     report.invariants["3. no upload object modified or deleted"] = changed_uploads(chaos)
+    chaos.replaced_named |= replaced_named_objects(snapshot, chaos.named_etags)
+    report.invariants["3. no object a committed row names replaced by another try"] = len(chaos.replaced_named)
+    chaos.report.notes += [f"replaced after a row named it: {key}" for key in sorted(chaos.replaced_named)[:5]]
     report.invariants["4. archived photos unpublished, completed ones with N+1 files"] = outcome_mismatches(
         chaos, lines
     )

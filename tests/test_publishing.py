@@ -17,6 +17,7 @@ from tests.publishing_helpers import (
     read_image,
     run_worker_drain,
     thumbnail_matches,
+    untokened,
 )
 from tests.queue_helpers import archived, queue_rows, send
 
@@ -57,7 +58,7 @@ def test_one_dnp_member_gives_a_public_file_and_their_own(group, group_faces, te
     photo.refresh_from_db()
     assert photo.processed_at is not None
     assert photo.variant_version == 1
-    assert photo.public_key == f"events/{event.id}/photos/{photo.id}/v1/public.jpg"
+    assert untokened(photo.public_key) == f"events/{event.id}/photos/{photo.id}/v1/public.jpg"
     variant = PhotoVariant.objects.get(photo=photo)
     assert variant.user_id == user
     assert variant.key == f"events/{event.id}/photos/{photo.id}/v1/user_{user}.jpg"
@@ -184,7 +185,7 @@ def test_thumbnail_dims_without_dnp_members_publishes_the_upload_or_its_regions(
     assert (plain.width, plain.height) == (group.shape[1], group.shape[0])
     assert plain.processed_at is not None
     assert plain.faces_detected_at is None, "no face pass without a DNP member"
-    assert regions.public_key.endswith("/v1/public.jpg")
+    assert untokened(regions.public_key).endswith("/v1/public.jpg")
     assert regions.processed_at is not None
 
 

@@ -139,7 +139,7 @@ def test_every_statement_of_a_representative_workload_carries_its_values_as_para
         reference.upload_key,
         *(p.upload_key for p in (face_photo, dims_dnp, dims_region, dims_plain, failing, bad_upload, missing)),
         *(p.upload_thumb_key for p in (face_photo, dims_plain)),
-        f"events/{with_dnp.id}/photos/{face_photo.id}/v1/public.jpg",
+        face_photo.public_key,
     ]
     literals = {form.lower() for value in ids for form in id_forms(value)}
     literals |= {key.lower() for key in keys}

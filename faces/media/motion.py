@@ -46,6 +46,13 @@ class Change:
     changed: np.ndarray | None = None
     size: tuple[int, int] = (0, 0)  # the frame's width and height
 
+    def touches(self, box) -> bool:
+        """Whether anything changed within the box (frame pixels)."""
+        if self.changed is None:
+            return False
+        x1, y1, x2, y2 = (max(0, int(v * SMALL)) for v in box)
+        return bool(self.changed[y1 : y2 + 1, x1 : x2 + 1].any())
+
     def regions_outside(self, explained: list[Box]) -> list[Box]:
         """The changed places, in frame pixels and grown to hold a head, but for those inside `explained`
         (boxes in frame pixels: where tracked people already are)."""

@@ -5,13 +5,16 @@ every frame of every file (docs/ARCHITECTURE.md §11).
 stored tracks and never detects (a track's reach depends on its sightings alone, faces/media/tracks.py).
 """
 
+import math
 from dataclasses import dataclass, replace
 
+import cv2
 import numpy as np
 from django.utils import timezone
 
 from faces.detection_memory import detections_of
 from faces.engines import DetectedFace, FaceEngine, resident_engine
+from faces.engines.pyramid import Plan, iou
 from faces.geometry import restored_face_box
 from faces.images import MediaKind
 from faces.matching import PhotoMatch
@@ -51,6 +54,11 @@ def detect_and_store_clip(photo: Photo, clip: Clip, data: bytes) -> list[Face]:
     return rows
 
 
+# The most detector pixels one region between two looks is searched with (its finest level's): a region
+# larger than this at a photo's 1.5x is shrunk before it is searched.
+REGION_DETECTOR_PIXELS = 1_200_000
+
+
 def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, DetectedFace]]:
     """(frame time, track, DetectedFace) for every face found: on every frame the schedule looks at, and on
     the frames between, wherever the picture changed where no recent sighting covers it (faces/media/motion.py:
@@ -68,9 +76,11 @@ def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, Detect
             seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
             continue
         people = _people(seen, time)
-        regions = [_with_people_it_touches(region, people) for region in change.regions_outside(people)]
+        regions = [_with_faces_it_cuts(region, seen, time) for region in change.regions_outside(people)]
         seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region)]
-        searched[time] = [np.array(region) / scale for region in regions]
+        # Where a sighting here may continue a track: the regions searched, and the people who moved.
+        moved = [person for person in people if change.touches(person)]
+        searched[time] = [np.array(area) / scale for area in regions + moved]
     tracks = link([(time, face.box / scale) for time, face in seen], cuts, searched)
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
 
@@ -100,34 +110,84 @@ def _people(seen: list[tuple[float, DetectedFace]], time: float) -> list:
     return people
 
 
-def _with_people_it_touches(region, people: list) -> tuple[int, int, int, int]:
-    """The region grown to hold each person whose box it overlaps: a face moving out of its own box is found
-    again there with its neighbours, so its track goes on (faces/media/tracks.py, `link`'s `searched`)."""
+def _with_faces_it_cuts(region, seen: list[tuple[float, DetectedFace]], time: float) -> tuple[int, int, int, int]:
+    """The region grown to hold each face seen in the last DETECT_INTERVAL_S (with its size around it: where
+    it may have gone since) that it overlaps: a face moving out of its person's box changes only its leading
+    edge, and the search must see all of it, or it finds a sliver."""
     x1, y1, x2, y2 = region
-    for px1, py1, px2, py2 in people:
-        if px1 < x2 and x1 < px2 and py1 < y2 and y1 < py2:
-            x1, y1, x2, y2 = min(x1, px1), min(y1, py1), max(x2, px2), max(y2, py2)
+    for then, face in reversed(seen):
+        if time - then > DETECT_INTERVAL_S:
+            break
+        fx1, fy1, fx2, fy2 = (float(v) for v in face.box)
+        grow_x, grow_y = fx2 - fx1, fy2 - fy1
+        fx1, fy1, fx2, fy2 = fx1 - grow_x, fy1 - grow_y, fx2 + grow_x, fy2 + grow_y
+        if fx1 < x2 and x1 < fx2 and fy1 < y2 and y1 < fy2:
+            x1, y1, x2, y2 = min(x1, fx1), min(y1, fy1), max(x2, fx2), max(y2, fy2)
     return max(0, int(x1)), max(0, int(y1)), int(x2), int(y2)
 
 
 def _analyze_region(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]:
-    """The faces in one region of a frame, searched at a video frame's scale, in the frame's pixels."""
+    """The faces in one region of a frame, in the frame's pixels. A face the region's edge cuts (only its
+    leading part changed) is searched again in its own surroundings, so its sighting is the whole face."""
+    height, width = frame.shape[:2]
+    found = []
+    for face in _search(engine, frame, region):
+        if _cut_by(face.box, region, width, height):
+            x1, y1, x2, y2 = (float(v) for v in face.box)
+            reach = 1.5 * max(x2 - x1, y2 - y1)  # a sliver's height is the face's: its width is not
+            around = (x1 - reach, y1 - reach, x2 + reach, y2 + reach)
+            whole = _search(engine, frame, _clipped(around, width, height))
+            face = max(whole, key=lambda other: iou(face.box[None], other.box[None])[0, 0], default=face)
+        found.append(face)
+    return found
+
+
+def _search(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]:
+    """One region searched at most at a video frame's scale and within REGION_DETECTOR_PIXELS: a large one (a
+    dancing crowd) is shrunk first, so the search between looks stays cheap; its smaller faces are the looks'."""
     x1, y1, x2, y2 = region
-    found = engine.analyze(np.ascontiguousarray(frame[y1:y2, x1:x2]), video_frame=True)
+    crop = frame[y1:y2, x1:x2]
+    factor = min(1.0, math.sqrt(REGION_DETECTOR_PIXELS / (Plan().fine_scale ** 2 * crop.shape[0] * crop.shape[1])))
+    if factor < 1.0:
+        size = (max(1, round(crop.shape[1] * factor)), max(1, round(crop.shape[0] * factor)))
+        crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
+    found = engine.analyze(np.ascontiguousarray(crop), video_frame=True)
     offset = np.array([x1, y1], dtype=np.float32)
-    return [replace(face, box=face.box + np.tile(offset, 2), landmarks=face.landmarks + offset) for face in found]
+    return [
+        replace(face, box=face.box / factor + np.tile(offset, 2), landmarks=face.landmarks / factor + offset)
+        for face in found
+    ]
+
+
+def _cut_by(box, region, width: int, height: int) -> bool:
+    """Whether the box comes near (a sixth of its size) an edge of the region that is not the frame's edge:
+    the detector stops a little short of an edge that cuts a face."""
+    x1, y1, x2, y2 = region
+    bx1, by1, bx2, by2 = (float(v) for v in box)
+    margin = max(2.0, max(bx2 - bx1, by2 - by1) / 6)
+    return (
+        (x1 > 0 and bx1 <= x1 + margin)
+        or (y1 > 0 and by1 <= y1 + margin)
+        or (x2 < width and bx2 >= x2 - margin)
+        or (y2 < height and by2 >= y2 - margin)
+    )
+
+
+def _clipped(box, width: int, height: int) -> tuple[int, int, int, int]:
+    x1, y1, x2, y2 = box
+    return max(0, int(x1)), max(0, int(y1)), min(width, int(x2) + 1), min(height, int(y2) + 1)
 
 
 def render_clip_and_publish(photo: Photo, clip: Clip, match: PhotoMatch | None) -> int:
     """Every file rendered from every frame (the public one always: a clip is never published as
     itself), uploaded, pointed at, published; returns how many files were written."""
     planned = plan_files(photo, match, always=True)
-    start_version(photo, clip.width, clip.height, clip.kind, clip.duration_ms)
+    token = start_version(photo, clip.width, clip.height, clip.kind, clip.duration_ms)
     tracks = clip_tracks(match.faces if match else [], clip)
     regions = [region_box(region, clip.width, clip.height) for region in photo.blur_regions]
     painters = [BlurPainter.of(file, tracks, regions, clip.width, clip.height) for file in planned]
     rendered = clip.render(painters, between_frames=ensure_session)
-    return publish_files(photo, planned, ((file.data, file.poster) for file in rendered), clip.extension)
+    return publish_files(photo, planned, ((file.data, file.poster) for file in rendered), clip.extension, token)
 
 
 def clip_tracks(faces: list[Face], clip: Clip) -> dict[int, Track]:

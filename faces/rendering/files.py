@@ -78,19 +78,22 @@ def render_and_publish(photo: Photo, still: Still, match: PhotoMatch | None) -> 
     """
     width, height = still.width, still.height
     planned = plan_files(photo, match, always=not still.published_as_is)
-    start_version(photo, width, height)
+    token = start_version(photo, width, height)
     regions = [region_box(region, width, height) for region in photo.blur_regions]
     encoded = (_encode_still(_render(still.image, _face_boxes(file, width, height), regions)) for file in planned)
-    return publish_files(photo, planned, encoded, "jpg")
+    return publish_files(photo, planned, encoded, "jpg", token)
 
 
-def publish_files(photo: Photo, planned: list[PlannedFile], encoded: Iterable[tuple[bytes, bytes]], ext: str) -> int:
-    """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`), then point the rows at
-    them and publish. The uploads run in the pool while the next file is encoded. A try whose session
-    the server closed writes nothing (jobqueue/hangup.py): another reader may be on its message."""
+def publish_files(
+    photo: Photo, planned: list[PlannedFile], encoded: Iterable[tuple[bytes, bytes]], ext: str, token: str
+) -> int:
+    """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`) under this try's folder
+    (`token`, from start_version), then point the rows at them and publish. The uploads run in the pool
+    while the next file is encoded. A try whose session the server closed writes nothing
+    (jobqueue/hangup.py): another reader may be on its message; one that writes anyway writes its own keys."""
     ensure_session()
     pairs = zip(planned, encoded, strict=True)
-    uploaded = [_upload(photo, file.viewer, data, thumb, ext) for file, (data, thumb) in pairs]
+    uploaded = [_upload(photo, file.viewer, data, thumb, ext, token) for file, (data, thumb) in pairs]
     _wait_for_all(uploaded)
     for viewer, (key, thumb_key, _) in zip([file.viewer for file in planned], uploaded, strict=True):
         _point_at(photo, viewer, key, thumb_key)
@@ -105,11 +108,13 @@ def publish_files(photo: Photo, planned: list[PlannedFile], encoded: Iterable[tu
 
 def start_version(
     photo: Photo, width: int, height: int, media_type: str = MediaKind.IMAGE, duration_ms: int | None = None
-) -> None:
+) -> str:
+    """Bump the version this render commits; returns the try's token for its keys (faces/rendering/keys.py)."""
     photo.variant_version += 1
     photo.width, photo.height = width, height
     photo.media_type, photo.duration_ms = media_type, duration_ms
     photo.save(update_fields=["variant_version", "width", "height", "media_type", "duration_ms"])
+    return keys.try_token()
 
 
 def publish(photo: Photo) -> None:
@@ -145,12 +150,14 @@ def _render(image: np.ndarray, face_boxes: list, regions: list) -> np.ndarray:
     return out
 
 
-def _upload(photo: Photo, viewer: uuid.UUID | None, data: bytes, thumb: bytes, ext: str) -> tuple[str, str, list]:
+def _upload(
+    photo: Photo, viewer: uuid.UUID | None, data: bytes, thumb: bytes, ext: str, token: str
+) -> tuple[str, str, list]:
     """Starts the two uploads in the pool; returns the keys and their futures."""
     if viewer is None:
-        key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version, ext)
+        key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version, token, ext)
     else:
-        key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, viewer, ext)
+        key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, token, viewer, ext)
     return key, thumb_key, [_uploads.submit(put, key, data), _uploads.submit(put, thumb_key, thumb)]
 
 

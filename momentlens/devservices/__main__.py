@@ -1,16 +1,18 @@
 """`python -m momentlens.devservices stop [VAR_DIR ...]` (`make stop`): stop the embedded PostgreSQL servers.
 
 The embedded defaults start a server on first use and leave it running for the next
-command; this stops the one under each var folder (default: var/ and the demo's var/demo/).
+command; this stops the one under each var folder (default: MOMENTLENS_VAR_DIR when it is set, else var/, and
+the demo's var/demo/).
 """
 
+import os
 import sys
 from pathlib import Path
 
 from momentlens.devservices.postgres import EmbeddedPostgres
 
 ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_VAR_DIRS = (ROOT / "var", ROOT / "var" / "demo")
+DEFAULT_VAR_DIRS = (Path(os.environ.get("MOMENTLENS_VAR_DIR", ROOT / "var")), ROOT / "var" / "demo")
 
 
 def stop(var_dirs: list[Path]) -> None:

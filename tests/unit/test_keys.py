@@ -10,14 +10,27 @@ EVENT, PHOTO, USER = (uuid.UUID(int=n) for n in (1, 2, 3))
 
 
 def test_every_key_the_worker_writes_is_a_derived_shape_with_its_version():
-    written = [*keys.public_keys(EVENT, PHOTO, 3), *keys.user_keys(EVENT, PHOTO, 3, USER)]
+    token = keys.try_token()
+    written = [*keys.public_keys(EVENT, PHOTO, 3, token), *keys.user_keys(EVENT, PHOTO, 3, token, USER)]
     assert written == [
-        f"events/{EVENT}/photos/{PHOTO}/v3/public.jpg",
-        f"events/{EVENT}/photos/{PHOTO}/v3/public_thumb.jpg",
-        f"events/{EVENT}/photos/{PHOTO}/v3/user_{USER}.jpg",
-        f"events/{EVENT}/photos/{PHOTO}/v3/user_{USER}_thumb.jpg",
+        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/public.jpg",
+        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/public_thumb.jpg",
+        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/user_{USER}.jpg",
+        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/user_{USER}_thumb.jpg",
     ]
     assert [keys.derived_version(key) for key in written] == [3, 3, 3, 3]
+
+
+def test_two_tries_of_one_version_never_write_the_same_key():
+    """A try cut off from its session may still upload while the retry commits the same version: each
+    writes its own folder, so nothing a committed row names is ever replaced."""
+    first, second = keys.try_token(), keys.try_token()
+    assert first != second
+    assert keys.public_keys(EVENT, PHOTO, 3, first)[0] != keys.public_keys(EVENT, PHOTO, 3, second)[0]
+
+
+def test_keys_written_before_the_try_token_are_still_derived():
+    assert keys.derived_version(f"events/{EVENT}/photos/{PHOTO}/v3/public.jpg") == 3
 
 
 @pytest.mark.parametrize(
@@ -29,6 +42,7 @@ def test_every_key_the_worker_writes_is_a_derived_shape_with_its_version():
         f"events/{EVENT}/photos/{PHOTO}/v3/public.png",
         f"events/{EVENT}/photos/{PHOTO}/v3/user_nobody.jpg",
         f"events/{EVENT}/photos/{PHOTO}/v3/public.jpg.bak",
+        f"events/{EVENT}/photos/{PHOTO}/v3.XYZ/public.jpg",  # not a try's token
         f"users/{USER}/references/selfie.jpg",
     ],
 )

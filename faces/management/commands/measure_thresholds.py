@@ -8,7 +8,9 @@ person, so it only ever makes impostor pairs.
 
 Small faces embed worse, so a second section measures each face at the sizes in
 --sizes: the whole image is downscaled so that the face is S px wide (never
-upscaled), plus a variant blurred after scaling to --blur-size, and the engine's
+upscaled), plus a variant blurred after scaling to --blur-size, and that variant once more
+re-encoded as a JPEG of --jpeg-quality (what a phone's or a browser's re-encode leaves of a
+small blurred face: the committed small-face threshold rests on it), and the engine's
 full `analyze` runs on it. The detection overlapping the scaled box is compared
 with the other images of the same person at full resolution (genuine) and with
 every other person's full-resolution faces (impostor); a face the engine no
@@ -60,6 +62,7 @@ class Condition:
     label: str
     size: int | None = None  # face width in px; None: the image as it is
     sigma: float | None = None  # Gaussian blur after scaling
+    jpeg: int | None = None  # then re-encoded as a JPEG of this quality
 
 
 @dataclass
@@ -89,6 +92,9 @@ class Command(BaseCommand):
         parser.add_argument("--sizes", default="24,32,48,64,96", help="face widths (px) to downscale to")
         parser.add_argument("--blur-size", type=int, default=24, help="face width of the blurred variant")
         parser.add_argument("--blur-sigma", type=float, default=1.2, help="Gaussian sigma after scaling")
+        parser.add_argument(
+            "--jpeg-quality", type=int, default=75, help="the blurred variant re-encoded as a JPEG of this quality"
+        )
         parser.add_argument("--min-face", type=float, default=20.0, help="group_ faces narrower (px) are ignored")
 
     def handle(self, *args, directory: Path, candidates: str, **options):
@@ -203,11 +209,12 @@ def pair_similarities(embeddings: dict[str, list[np.ndarray]]) -> tuple[np.ndarr
 
 def conditions(options: dict) -> list[Condition]:
     sizes = sorted((int(s) for s in options["sizes"].split(",")), reverse=True)
-    size, sigma = options["blur_size"], options["blur_sigma"]
+    size, sigma, quality = options["blur_size"], options["blur_sigma"], options["jpeg_quality"]
     return [
         Condition("full res"),
         *(Condition(f"{s} px", s) for s in sizes),
         Condition(f"{size} px + blur sigma {sigma:g}", size, sigma),
+        Condition(f"{size} px + blur sigma {sigma:g} + JPEG q{quality}", size, sigma, quality),
     ]
 
 
@@ -233,6 +240,9 @@ def embed_at(engine, pixels: np.ndarray, box: np.ndarray, condition: Condition) 
     small = cv2.resize(pixels, size, interpolation=cv2.INTER_AREA)
     if condition.sigma:
         small = cv2.GaussianBlur(small, (0, 0), condition.sigma)
+    if condition.jpeg:
+        encoded = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, condition.jpeg])[1]
+        small = cv2.imdecode(encoded, cv2.IMREAD_COLOR)
     expected = np.asarray(box, dtype=np.float64) * scale
     found = [(iou(face.box, expected), face) for face in engine.analyze(small)]
     overlap, face = max(found, key=lambda pair: pair[0], default=(0.0, None))

@@ -11,7 +11,13 @@ class Command(BaseCommand):
     help = "Print a photo's state, faces (box, score, match, similarity, cluster) and files (key, in storage?)."
 
     def add_arguments(self, parser):
-        parser.add_argument("photo_id", help="the photo uuid, or a unique prefix of it, as make demo prints")
+        parser.add_argument(
+            "photo_id",
+            help=(
+                "the photo uuid, or a unique prefix of it (make demo prints them; the demo's database is the one of "
+                "MOMENTLENS_VAR_DIR=var/demo)"
+            ),
+        )
 
     def handle(self, *args, photo_id, **options):
         photo = row_by_id(Photo, photo_id, "photo", Photo.objects.select_related("event"))

@@ -1,7 +1,7 @@
 """`python manage.py queue_status`: the queue at a glance. Read-only."""
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from jobqueue import queries
@@ -17,6 +17,8 @@ class Command(BaseCommand):
         parser.add_argument("--archived", type=int, default=10, help="how many recent archived messages to list")
 
     def handle(self, *args, archived=10, **options):
+        if archived < 0:
+            raise CommandError(f"--archived must be 0 or more, not {archived}")
         with connection.cursor() as cursor:
             metrics = queries.metrics(cursor)
             archive_total = queries.archive_count(cursor)
