@@ -76,7 +76,7 @@ def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, Detect
             seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
             continue
         people = _people(seen, time)
-        regions = [_with_faces_it_cuts(region, seen, time) for region in change.regions_outside(people)]
+        regions = change.regions_outside(people)
         seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region)]
         # Where a sighting here may continue a track: the regions searched, and the people who moved.
         moved = [person for person in people if change.touches(person)]
@@ -108,22 +108,6 @@ def _people(seen: list[tuple[float, DetectedFace]], time: float) -> list:
         width, height = x2 - x1, y2 - y1
         people.append((x1 - width, y1 - height / 2, x2 + width, y2 + 3 * height))
     return people
-
-
-def _with_faces_it_cuts(region, seen: list[tuple[float, DetectedFace]], time: float) -> tuple[int, int, int, int]:
-    """The region grown to hold each face seen in the last DETECT_INTERVAL_S (with its size around it: where
-    it may have gone since) that it overlaps: a face moving out of its person's box changes only its leading
-    edge, and the search must see all of it, or it finds a sliver."""
-    x1, y1, x2, y2 = region
-    for then, face in reversed(seen):
-        if time - then > DETECT_INTERVAL_S:
-            break
-        fx1, fy1, fx2, fy2 = (float(v) for v in face.box)
-        grow_x, grow_y = fx2 - fx1, fy2 - fy1
-        fx1, fy1, fx2, fy2 = fx1 - grow_x, fy1 - grow_y, fx2 + grow_x, fy2 + grow_y
-        if fx1 < x2 and x1 < fx2 and fy1 < y2 and y1 < fy2:
-            x1, y1, x2, y2 = min(x1, fx1), min(y1, fy1), max(x2, fx2), max(y2, fy2)
-    return max(0, int(x1)), max(0, int(y1)), int(x2), int(y2)
 
 
 def _analyze_region(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]:
