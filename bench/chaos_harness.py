@@ -1989,15 +1989,19 @@ def expected_files_present(chaos: Chaos, photo) -> bool:
     unless the upload is an animation or a video (it is never published as itself: its N+1 files always)."""
     from faces.matching import faces_to_blur
     from faces.models import EventMember
+    from faces.rendering.keys import photo_prefix
 
     dnp = set(EventMember.objects.dnp().filter(event_id=photo.event_id).values_list("user_id", flat=True))
     own = {face.matched_user_id for face in photo.faces.all() if face.matched_user_id in dnp}
     needs_files = bool(photo.blur_regions) or bool(faces_to_blur(photo, None))
-    prefix = f"events/{photo.event_id}/photos/{photo.id}/v{photo.variant_version}/"
+    # The committed try's folder (v{version}.{try}/); any try's folder of the version when nothing was rendered.
+    rendered = photo.public_key != photo.upload_key
+    version_folders = f"{photo_prefix(photo.event_id, photo.id)}v{photo.variant_version}."
+    prefix = photo.public_key.rsplit("/", 1)[0] + "/" if rendered else version_folders
     listed = chaos.s3.client().list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("KeyCount", 0)
     if not needs_files and str(photo.id) not in chaos.media_photos and str(photo.id) not in chaos.rendered_stills:
-        return listed == 0 and photo.public_key == photo.upload_key
-    return listed == 2 * (1 + len(own))
+        return listed == 0 and not rendered
+    return rendered and listed == 2 * (1 + len(own))
 
 
 def read_bytes(key: str) -> bytes:

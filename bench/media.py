@@ -14,7 +14,7 @@ The pure functions are timed, not the queue: no database, no storage, no worker.
 the worker takes it (faces/jobs, faces/media/path.py):
 - open: `Video(data)` (probes the packets, checks the limits);
 - detection pass: `path.detect_clip(clip, engine)` (decode every frame, analyze the scheduled ones
-  with `video_frame=True` and the changed regions between them, link into tracks); "analyze" is the
+  with a video frame's plan and the changed regions between them, link into tracks); "analyze" is the
   time inside `engine.analyze`, and its calls are the frames and regions searched;
 - render pass: unsaved Face rows built with `face_row` and their frame_time/track, then
   `path.clip_tracks`, two painters from `path.BlurPainter.of` (the public file blurring one DNP
@@ -254,9 +254,13 @@ def load_engine(threads: int):
 
 def warm_up(engine, size: tuple[int, int], *, video_frame: bool) -> None:
     """A resident engine has run before: the first call at a frame size (onnxruntime's buffers) is not timed."""
+    from faces.engines.pyramid import video_frame_plan
+
     width, height = size
     frame = Scene(width, height, 1.0, GROUP_WIDTH, noise=False).frame(0, 0.0)
-    engine.analyze(frame, video_frame=video_frame)
+    plans = [video_frame_plan(width, height, deep=deep) for deep in (False, True)] if video_frame else [None]
+    for plan in plans:
+        engine.analyze(frame, plan=plan)
 
 
 @contextlib.contextmanager
@@ -285,12 +289,11 @@ def todays_plan():
     nothing searched between looks, no cut seen (every frame the same as the one before)."""
     import math
 
-    from faces.engines import insightface
     from faces.engines.pyramid import Plan
     from faces.media import path
     from faces.media.motion import Change
 
-    def fixed_budget(width: int, height: int) -> Plan:
+    def fixed_budget(width: int, height: int, *, deep: bool = False) -> Plan:
         scale = min(Plan().fine_scale, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
         return Plan(fine_scale=round(scale, 3), turns=())
 
@@ -299,7 +302,7 @@ def todays_plan():
             return Change()
 
     with (
-        mock.patch.object(insightface, "video_frame_plan", fixed_budget),
+        mock.patch.object(path, "video_frame_plan", fixed_budget),
         mock.patch.object(path, "MotionWatch", Blind),
     ):
         yield

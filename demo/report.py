@@ -1,9 +1,11 @@
 """What the demo shows: the files the worker wrote, read back by the keys on the rows.
 
 `collect` reads the rows (faces, matches, files, keys) and each file from
-storage; `contact_sheet` draws one row per photo (upload, public file, each DNP
-member's own file) with every face outlined and labelled with its similarity and
-decision; `write_html` lists the same per photo, with the keys.
+storage; `contact_sheet` draws the DNP member's reference, then one row per photo
+(upload, public file, each DNP member's own file) with every face outlined, and
+labelled with its similarity and decision where it is blurred or shown as its
+member's own (every face, in a small group); `write_html` lists the same per photo,
+with the keys.
 """
 
 import html
@@ -27,6 +29,9 @@ FONT = cv2.FONT_HERSHEY_SIMPLEX
 # BGR, per decision.
 COLOURS = {"blurred": (40, 40, 230), "own": (60, 190, 60), "visible": (0, 200, 255), "region": (200, 60, 200)}
 BACKGROUND = (245, 245, 245)
+REFERENCE_HEIGHT = 200
+# A crowd's faces are outlined; only those blurred or shown as their own are labelled.
+LABEL_EVERY_FACE_UP_TO = 12
 INK = (30, 30, 30)
 
 
@@ -108,8 +113,9 @@ def read_image(key: str | None) -> np.ndarray | None:
 # -- the contact sheet ------------------------------------------------------------
 
 
-def contact_sheet(reports: list[PhotoReport], title: str) -> np.ndarray:
-    rows = [sheet_row(report) for report in reports]
+def contact_sheet(reports: list[PhotoReport], title: str, reference: np.ndarray, reference_name: str) -> np.ndarray:
+    """The DNP member's reference first (what the worker matched against), then one row per photo."""
+    rows = [reference_row(reference, reference_name), *(sheet_row(report) for report in reports)]
     width = max(row.shape[1] for row in rows)
     header = np.full((64, width, 3), BACKGROUND, np.uint8)
     cv2.putText(header, title, (GAP, 26), FONT, 0.6, INK, 1, cv2.LINE_AA)
@@ -118,10 +124,20 @@ def contact_sheet(reports: list[PhotoReport], title: str) -> np.ndarray:
         cv2.rectangle(header, (x, 40), (x + 14, 54), COLOURS[name], -1)
         cv2.putText(header, name, (x + 20, 52), FONT, 0.45, INK, 1, cv2.LINE_AA)
         x += 110
-    key = "#n 0.97: face n, and its best similarity to a member's reference (- when nobody is a candidate)"
+    key = "#n 0.63: face n, its best similarity to a reference (labelled where blurred or own; all in a small group)"
     cv2.putText(header, key, (x + 10, 52), FONT, 0.45, INK, 1, cv2.LINE_AA)
     padded = [np.pad(row, ((0, 0), (0, width - row.shape[1]), (0, 0)), constant_values=245) for row in rows]
     return np.vstack([header, *padded])
+
+
+def reference_row(image: np.ndarray, name: str) -> np.ndarray:
+    """The reference as its member uploaded it: another photo of them, not a crop of any upload."""
+    height = REFERENCE_HEIGHT
+    shown = cv2.resize(image, (max(1, round(image.shape[1] * height / image.shape[0])), height), cv2.INTER_AREA)
+    row = np.full((30 + height + GAP, GAP + shown.shape[1] + GAP + 600, 3), BACKGROUND, np.uint8)
+    cv2.putText(row, f"the DNP member's reference: {name}", (GAP, 21), FONT, 0.55, INK, 1, cv2.LINE_AA)
+    row[30 : 30 + height, GAP : GAP + shown.shape[1]] = shown
+    return row
 
 
 def sheet_row(report: PhotoReport) -> np.ndarray:
@@ -161,12 +177,15 @@ def panel(report: PhotoReport, column: Column) -> np.ndarray:
             x1, y1, x2, y2 = region_box(region, width, height)
             cv2.rectangle(image, (x1, y1), (x2 - 1, y2 - 1), COLOURS["region"], 2)
             label(image, "region", (x1 + 4, y1 + 16), COLOURS["region"])
+    label_all = len(report.faces) <= LABEL_EVERY_FACE_UP_TO
     for number, face in enumerate(report.faces):
         x1, y1, x2, y2 = expanded_face_box((face.box_x, face.box_y, face.box_w, face.box_h), width, height)
         decision = column.decisions[number] if column.decisions else None
         colour = COLOURS[decision] if decision else (255, 255, 255)
         centre, axes = ((x1 + x2) // 2, (y1 + y2) // 2), ((x2 - x1) // 2, (y2 - y1) // 2)
-        cv2.ellipse(image, centre, axes, 0, 0, 360, colour, 2, cv2.LINE_AA)
+        cv2.ellipse(image, centre, axes, 0, 0, 360, colour, 2 if label_all else 1, cv2.LINE_AA)
+        if not label_all and decision in (None, "visible"):
+            continue
         similarity = "-" if face.similarity is None else f"{face.similarity:.3f}"
         lines = [f"#{number} {similarity}", decision] if decision else [f"#{number} {similarity}"]
         # Under the face; a face reaching the bottom edge gets its label inside, bottom up.
@@ -210,7 +229,7 @@ def write_html(path: Path, reports: list[PhotoReport], *, seeded, summary: list[
         f"<p>event <code>{seeded.event.id}</code>; engine <code>{e(str(engine))}</code>; thresholds "
         + (f"match {limits.match}, blur {limits.blur}, cluster {limits.cluster}" if limits else "none")
         + f". DNP member <code>{seeded.dnp_user}</code>, reference <code>{e(seeded.reference.upload_key)}</code> "
-        f"(status {e(seeded.reference.status)}), a different image of their face.</p>",
+        f"(status {e(seeded.reference.status)}): {e(seeded.reference_name)}, another photo of them.</p>",
         "<h2>Summary</h2><table>",
         *(f"<tr><th>{e(name)}</th><td>{e(value)}</td></tr>" for name, value in summary),
         "</table>",

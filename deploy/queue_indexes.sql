@@ -1,6 +1,6 @@
--- Indexes the worker needs on the pgmq queue `jobs` (docs/OPERATIONS.md, "Install on the server").
+-- Indexes the worker needs on the pgmq queue `jobs` (docs/OPERATIONS.md, "From the embedded defaults to production").
 -- Idempotent: apply once per database, and again after every update of this file; applying it twice changes nothing.
---   psql "$DATABASE_URL" -f deploy/queue_indexes.sql
+--   as part of deploy/database.sql, as the tables' owner (the worker's role cannot create an index)
 -- The embedded PostgreSQL of dev and tests runs this file when it provisions the queue
 -- (momentlens/devservices/postgres.py).
 

@@ -16,7 +16,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 
-from jobqueue.checks import failed, skip_without_database
+from jobqueue.checks import DATABASE_SQL_FIX, failed, skip_without_database
 
 PROBE_PREFIX = "_worker_check/"
 STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"
@@ -65,7 +65,7 @@ def tables(app_configs=None, **kwargs) -> list[CheckMessage]:
             "tables",
             "faces.E002",
             f"missing columns: {', '.join(missing)}",
-            hint="apply the API's migrations to this database",
+            hint=f"the API's migrations, then {DATABASE_SQL_FIX}",
         )
     return [Info(f"{len(expected)} tables, {sum(map(len, expected.values()))} columns", obj="tables", id="faces.I002")]
 

@@ -48,8 +48,8 @@ NOT_MEASURED = Thresholds(match=None, blur=None, cluster=None)
 
 THRESHOLDS: dict[str, Thresholds] = {
     # manage.py measure_thresholds on real, different photos of the same people
-    # (scripts/make_identity_set.py; §6): genuine >= 0.58 from 32 px up, >= 0.26 at 24 px
-    # blurred (>= 0.17 once recompressed as JPEG q75); strangers <= 0.373 at every size.
+    # (scripts/make_identity_set.py; §6), its recommended line: genuine >= 0.59 from 32 px up,
+    # >= 0.27 at 24 px blurred (>= 0.19 once re-encoded as JPEG q75); strangers <= 0.366 at every size.
     "insightface-buffalo_s": Thresholds(match=0.40, blur=0.30, cluster=0.45, small_face_blur=0.15),
     # buffalo_l: not measured here (its weights cannot be fetched here): fails closed
     # until an operator measures it on the server (docs/OPERATIONS.md).

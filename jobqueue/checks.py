@@ -31,7 +31,12 @@ WORKER_START = "worker_start"
 SKIPPED = "jobqueue.W001"
 # The id of "the queue's waiting index is missing" (a warning: the worker runs, fan-outs scan the queue).
 NO_WAITING_INDEX = "jobqueue.W002"
-QUEUE_INDEXES_FIX = "apply deploy/queue_indexes.sql: psql -f deploy/queue_indexes.sql (docs/OPERATIONS.md)"
+# The worker's part of the database (pgmq, the queue, the worker's columns, the queue's indexes) is one
+# idempotent file, applied as the tables' owner: the worker's own role may not create any of it.
+DATABASE_SQL_FIX = (
+    'as the tables\' owner: psql "$ADMIN_DATABASE_URL" -X -v ON_ERROR_STOP=1 -f deploy/database.sql '
+    "(docs/OPERATIONS.md, step 4)"
+)
 
 PGMQ_FUNCTIONS = ("pgmq.read(text,integer,integer,jsonb)", "pgmq.archive(text,bigint)", "pgmq.send(text,jsonb)")
 # Supabase's transaction pooler (Supavisor, transaction mode).
@@ -174,7 +179,7 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
                 "queue",
                 "jobqueue.E004",
                 "pgmq functions are missing",
-                hint="install the pgmq extension (Supabase: Queues)",
+                hint=DATABASE_SQL_FIX,
             )
         cursor.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [queries.QUEUE])
         if cursor.fetchone() is None:
@@ -182,7 +187,7 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
                 "queue",
                 "jobqueue.E005",
                 f"the queue '{queries.QUEUE}' does not exist",
-                hint=f"SELECT pgmq.create('{queries.QUEUE}')",
+                hint=DATABASE_SQL_FIX,
             )
         length = queries.metrics(cursor).length
         missing = [
@@ -193,7 +198,7 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
             CheckWarning(
                 f"queue {queries.QUEUE} exists, {length} messages, but the index {' and '.join(missing)} is missing: "
                 "every fan-out and every read of first-class messages scans the queue",
-                hint=QUEUE_INDEXES_FIX,
+                hint=DATABASE_SQL_FIX,
                 obj="queue",
                 id=NO_WAITING_INDEX,
             )

@@ -1,7 +1,8 @@
 """Keep credentials out of log lines and Sentry events."""
 
 import logging
-from urllib.parse import quote, quote_plus
+import os
+from urllib.parse import quote, quote_plus, urlsplit
 
 from django.conf import settings
 from psycopg.conninfo import conninfo_to_dict
@@ -17,6 +18,19 @@ def secrets() -> list[str]:
     url = settings.DATABASE_URL_RAW
     if url:
         values.append(conninfo_to_dict(url).get("password"))
+    return _longest_first(values)
+
+
+def environment_secrets() -> list[str]:
+    """The same, read from the environment: for the one line a process whose settings did not load prints."""
+    try:
+        password = urlsplit(os.environ.get("DATABASE_URL", "")).password
+    except ValueError:
+        password = None
+    return _longest_first([password, os.environ.get("R2_SECRET_ACCESS_KEY"), os.environ.get("SENTRY_DSN")])
+
+
+def _longest_first(values) -> list[str]:
     spellings = {form for value in values if value and len(value) >= 4 for form in _spellings(value)}
     return sorted(spellings, key=len, reverse=True)
 

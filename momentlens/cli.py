@@ -8,27 +8,39 @@ one log line naming the problem (`event=worker_died` for run_worker, systemd's j
 import logging
 import os
 import sys
+from collections.abc import Callable
 
 from jobqueue.logfmt import LogfmtFormatter
-from jobqueue.redaction import redact
+from jobqueue.redaction import environment_secrets, redact
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], run: Callable[[list[str]], None] | None = None) -> None:
+    """`run`: what runs the command line (default: Django's; the tests' worker adds its test jobs first)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
     from django.db import DatabaseError
 
     try:
-        execute_from_command_line(argv)
+        (run or execute_from_command_line)(argv)
     except BrokenPipeError:
-        # The reader went away (`| head`): what was wanted was read. Python must not complain at exit either.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # The reader went away (`| head`): what was wanted was read.
         sys.exit(0)
     except (ImproperlyConfigured, DatabaseError) as error:
         command = argv[1] if len(argv) > 1 else "help"
         sys.stderr.write(failure_line(command, error) + "\n")
         sys.exit(2 if isinstance(error, ImproperlyConfigured) else 1)
+    finally:
+        flush_or_drop_stdout()
+
+
+def flush_or_drop_stdout() -> None:
+    """What is still buffered (`--help`'s text too) fails here, if the reader left, not in Python's own flush
+    at exit, which would print a BrokenPipeError and exit 120: it is dropped instead."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def failure_line(command: str, error: Exception) -> str:
@@ -41,5 +53,7 @@ def failure_line(command: str, error: Exception) -> str:
     record = logging.makeLogRecord(
         {"name": "manage", "levelno": logging.ERROR, "levelname": "ERROR", "msg": event, "command": command}
     )
-    record.error = redact(f"{what}: {detail}")
+    # Settings that did not load cannot name the secrets: the environment does.
+    known = environment_secrets() if isinstance(error, ImproperlyConfigured) else None
+    record.error = redact(f"{what}: {detail}", known)
     return LogfmtFormatter().format(record)

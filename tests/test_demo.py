@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from demo.seed import PLAYER_FACE_PX
+from faces.matching import faces_to_blur
 from faces.models import Event, Photo, PhotoVariant
 from momentlens.devservices.pixels import difference, face_core
 from tests.publishing_helpers import read_image
@@ -62,7 +64,11 @@ def test_demo_blurs_the_dnp_face_writes_the_report_and_starts_clean_each_run(dem
     upload, public, own = read_image(group.upload_key), read_image(group.public_key), read_image(variant.key)
     assert difference(face_core(public, dnp_face), face_core(upload, dnp_face)) > 15
     assert difference(face_core(own, dnp_face), face_core(upload, dnp_face)) < 4
-    for face in group.faces.exclude(id=dnp_face.id):
+    blurred = {face.id for face in faces_to_blur(group, None)}
+    assert dnp_face.id in blurred
+    players = [face for face in group.faces.exclude(id__in=blurred) if face.box_w * group.width >= PLAYER_FACE_PX]
+    assert len(players) == 15, "every other player is shown"
+    for face in players:
         assert difference(face_core(public, face), face_core(upload, face)) < 4
     # The portrait: nobody to blur, no region: no file of its own, the public keys are the upload keys.
     assert second.faces.count() == 1
@@ -75,8 +81,8 @@ def test_demo_blurs_the_dnp_face_writes_the_report_and_starts_clean_each_run(dem
     assert re.search(r"^archived jobs\s+0$", printed, re.M)
     # reference_process, its reprocess_event, two face_process: each named on its own progress line.
     assert re.search(r"^jobs done\s+4$", printed, re.M)
-    assert re.search(r"^    job 3: face_process photo_id=\S{8} completed \d+ ms faces=6 files=2$", printed, re.M)
-    assert re.search(r"^t1\.jpg \(group\)\s+6\s+1\s+1\s+2\s+public \+ own:", printed, re.M)
+    assert re.search(r"^    job 3: face_process photo_id=\S{8} completed \d+ ms faces=\d+ files=2$", printed, re.M)
+    assert re.search(r"^players\.jpg \(team\)\s+\d+\s+1\s+\d+\s+2\s+public \+ own:", printed, re.M)
     assert re.search(r"^Tom_Hanks\S* \(portrait\)\s+1\s+0\s+0\s+0\s+none", printed, re.M)
 
 
@@ -102,8 +108,34 @@ def test_demo_refuses_object_storage(settings):
 def test_the_report_shows_the_reference_as_the_worker_left_it(demo_media, tmp_path):
     run_demo(tmp_path / "demo")
     html = (tmp_path / "demo" / "report.html").read_text()
-    assert "(status ready)" in html
+    assert "(status ready): yaoming.jpg, another photo of them" in html
     assert "(status pending)" not in html
+
+
+@pytest.mark.usefixtures("live_db")
+def test_the_reference_is_another_photo_and_is_on_the_contact_sheet(demo_media, tmp_path):
+    """Not a crop of the upload: no face of the group photo is as close to it as two crops of one photo."""
+    import cv2
+    import numpy as np
+
+    from faces.models import SubjectReference
+    from momentlens.devservices import samples
+
+    run_demo(tmp_path / "demo")
+    reference = SubjectReference.objects.get()
+    with open(demo_media / reference.upload_key, "rb") as handle:
+        data = handle.read()
+    assert data == samples.vectron_image("yaoming.jpg").read_bytes()
+    group = Photo.objects.exclude(blur_regions=[]).get()
+    best = max(group.faces.all(), key=lambda face: face.similarity or -1)
+    assert 0.5 < best.similarity < 0.8, "the same man in another photo: clearly him, not the same pixels"
+    sheet = cv2.imread(str(tmp_path / "demo" / "contact_sheet.png"))
+    shown = cv2.imread(str(samples.vectron_image("yaoming.jpg")))
+    height = 200
+    width = round(shown.shape[1] * height / shown.shape[0])
+    expected = cv2.resize(shown, (width, height), interpolation=cv2.INTER_AREA).astype(np.float32)
+    strip = sheet[94 : 94 + height, 12 : 12 + width].astype(np.float32)
+    assert np.abs(strip - expected).mean() < 3, "the reference is drawn at the top of the sheet"
 
 
 @pytest.mark.usefixtures("live_db")

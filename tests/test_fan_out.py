@@ -14,7 +14,6 @@ from django.db import connection, transaction
 from faces.jobs.photo_jobs import reprocess_event
 from jobqueue import queries
 from jobqueue.enqueue import enqueue_unless_waiting
-from momentlens.devservices.postgres import QUEUE_INDEXES_SQL
 from tests import factories
 from tests.queue_helpers import archived, send, wait_until, waiting_for_lock
 
@@ -175,13 +174,17 @@ def test_the_waiting_check_probes_its_index_not_the_queue():
     assert "a_jobs" not in plan, plan
 
 
-def test_the_queue_indexes_file_can_be_applied_twice():
-    sql = QUEUE_INDEXES_SQL.read_text()
+def test_the_database_file_can_be_applied_twice(embedded_pg):
+    """deploy/database.sql through psql, as the operator applies it: a second run changes nothing."""
+    from momentlens.devservices.postgres import DATABASE_SQL, apply_sql_file
+
+    apply_sql_file(embedded_pg.uri, DATABASE_SQL)
+    apply_sql_file(embedded_pg.uri, DATABASE_SQL)
     with connection.cursor() as cursor:
-        cursor.execute(sql)
-        cursor.execute(sql)
         cursor.execute("SELECT count(*) FROM pg_indexes WHERE schemaname = 'pgmq' AND tablename = 'q_jobs'")
         assert cursor.fetchone()[0] == 4, "the primary key, pgmq's vt index, the waiting and the message index"
+        cursor.execute("SELECT count(*) FROM pgmq.list_queues() WHERE queue_name = 'jobs'")
+        assert cursor.fetchone()[0] == 1
     assert queries.WAITING_INDEX == "pgmq.q_jobs_waiting_idx"
     assert queries.MESSAGE_INDEX == "pgmq.q_jobs_message_idx"
 

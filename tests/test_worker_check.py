@@ -63,7 +63,9 @@ def test_a_missing_queue_fails_with_its_fix(media_storage):
     code, output = run_check()
     assert code == 1
     assert "status=FAIL" in line(output, "queue")
-    assert "pgmq.create('jobs')" in line(output, "queue")
+    assert 'as the tables\' owner: psql "$ADMIN_DATABASE_URL" -X -v ON_ERROR_STOP=1 -f deploy/database.sql' in line(
+        output, "queue"
+    )
 
 
 @pytest.mark.django_db
@@ -76,7 +78,8 @@ def test_a_missing_waiting_index_warns_with_its_fix(media_storage):
     queue = line(output, "queue")
     assert "status=WARN" in queue
     assert "q_jobs_waiting_idx is missing" in queue
-    assert "deploy/queue_indexes.sql" in queue
+    assert "-f deploy/database.sql" in queue
+    assert "ADMIN_DATABASE_URL" in queue, "as the owner, not the worker"
 
 
 @pytest.mark.django_db
@@ -158,9 +161,9 @@ def test_the_tags_select_the_preflight_and_the_start_checks():
         "thresholds",
         "reader_settings",
     }
-    # run_worker's own: no network, face_models builds the engine the loop keeps, and a worker with no
-    # slot to take must not start.
-    assert tagged[WORKER_START] == {"face_models", "thresholds", "reader_settings"}
+    # run_worker's own: face_models builds the engine the loop keeps, a worker with no slot to take or
+    # without the columns it writes must not start.
+    assert tagged[WORKER_START] == {"tables", "face_models", "thresholds", "reader_settings"}
     # Never run before every management command: only with --deploy (or by worker_check and run_worker).
     assert not [check for check in registry.get_checks() if WORKER in check.tags]
 
@@ -181,7 +184,8 @@ def test_manage_py_check_deploy_fails_on_a_missing_queue(media_storage):
     with pytest.raises(SystemCheckError) as failed:
         call_command("check", deploy=True, tags=["worker"], stdout=StringIO(), stderr=StringIO())
     assert "queue: (jobqueue.E005) the queue 'jobs' does not exist" in str(failed.value)
-    assert "HINT: SELECT pgmq.create('jobs')" in str(failed.value)
+    assert "HINT: as the tables' owner" in str(failed.value)
+    assert "deploy/database.sql" in str(failed.value)
 
 
 @pytest.mark.django_db

@@ -150,6 +150,49 @@ def get_status(port: int) -> int:
         return 0
 
 
+def health(port: int, method: str = "GET") -> tuple[int, dict]:
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/health", method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=2) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+    except OSError:
+        return 0, {}
+
+
+def healthy(port: int) -> dict | None:
+    status, body = health(port)
+    return body if status == 200 and body.get("phase") == "running" else None
+
+
+def test_health_is_200_again_once_a_restarted_database_is_back(tmp_path):
+    """A real PostgreSQL stop and start under a running worker: /health says so while it is down, and is
+    200 `running` again once the worker has its reader lock back (it once stayed 503 for good)."""
+    from momentlens.devservices.postgres import EmbeddedPostgres
+    from momentlens.devservices.seaweedfs import free_port
+
+    server = EmbeddedPostgres(tmp_path / "pg" / "data").ensure_ready()
+    port = free_port()
+    log = tmp_path / "worker.log"
+    worker = spawn_worker(worker_env(server, tmp_path), "--health-port", str(port), log_path=log)
+    try:
+        wait_for(lambda: healthy(port), 90)
+        assert health(port, "HEAD")[0] == 200, "HEAD /health answers like GET, without a body"
+        assert health(port)[1]["engine"] == {"engine": "insightface-buffalo_s", "provider": "CPUExecutionProvider"}
+        server.stop()
+        wait_for(lambda: health(port)[0] == 503, 30)
+        server.start()
+        wait_for(lambda: "event=db_recovered" in log.read_text(), 60)
+        body = wait_for(lambda: healthy(port), 30)
+        assert body["lock_held"] is True
+        assert worker.poll() is None, "the worker lives on"
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(30)
+        server.stop()
+
+
 def test_sigterm_exits_zero_and_releases_the_lock(env, tmp_path):
     from momentlens.devservices.seaweedfs import free_port
 

@@ -1,13 +1,15 @@
 """run_worker loads the face engine once, before the loop (the faces app's face_models check, tagged
 worker_start, builds it), and refuses to start without its models or with a model file that is not the pack's."""
 
+import subprocess
+import sys
 import uuid
 
 import pytest
 
 from tests import factories
 from tests.conftest import ENGINE
-from tests.queue_helpers import archived, queue_rows, send, spawn_worker, worker_env
+from tests.queue_helpers import ROOT, archived, job, queue_rows, send, spawn_worker, worker_env
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -79,8 +81,50 @@ def test_a_corrupted_buffalo_s_file_stops_the_worker_at_startup_naming_it(embedd
 def test_no_reader_slot_stops_the_worker_at_startup_instead_of_waiting_forever(embedded_pg, tmp_path):
     env = worker_env(embedded_pg, tmp_path, WORKER_READER_SLOTS=0)
     log = tmp_path / "worker.log"
+    assert spawn_worker(env, "--drain", log_path=log).wait(60) == 2
+    text = log.read_text()
+    assert "event=worker_died" in text
+    assert "WORKER_READER_SLOTS='0': must be at least 1" in text
+    assert "event=queue_lock" not in text
+
+
+def test_missing_media_columns_stop_the_worker_before_its_loop(embedded_pg, tmp_path):
+    """The tables check runs at start: a database without the worker's columns is never read from."""
+    from django.db import connection
+
+    from momentlens.devservices.postgres import provision
+
+    send(job("test_record"))
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER TABLE photos DROP COLUMN media_type, DROP COLUMN duration_ms")
+    try:
+        log = tmp_path / "worker.log"
+        assert spawn_worker(worker_env(embedded_pg, tmp_path), "--drain", log_path=log).wait(60) == 1
+        text = log.read_text()
+        assert "event=worker_died check=tables" in text
+        assert "photos.media_type" in text
+        assert "photos.duration_ms" in text
+        assert "event=worker_running" not in text
+        assert len(queue_rows()) == 1, "the message waits for a worker that can do it"
+    finally:
+        provision(embedded_pg.uri)  # deploy/database.sql puts them back
+
+
+@pytest.mark.skipif(
+    "CUDAExecutionProvider" in __import__("onnxruntime").get_available_providers(), reason="a GPU box has CUDA"
+)
+def test_a_provider_onnxruntime_cannot_load_stops_worker_check_and_the_worker(embedded_pg, tmp_path):
+    env = worker_env(embedded_pg, tmp_path, ORT_PROVIDERS="CUDAExecutionProvider")
+    log = tmp_path / "worker.log"
     assert spawn_worker(env, "--drain", log_path=log).wait(60) == 1
     text = log.read_text()
-    assert "event=worker_died check=reader_settings" in text
-    assert "WORKER_READER_SLOTS is 0" in text
-    assert "event=queue_lock" not in text
+    assert "event=worker_died check=face_models" in text
+    assert "ORT_PROVIDERS names CUDAExecutionProvider, which this onnxruntime cannot load" in text
+    checked = subprocess.run(
+        [sys.executable, "manage.py", "worker_check"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert checked.returncode == 1
+    (face_models,) = [line for line in checked.stdout.splitlines() if line.startswith("check=face_models ")]
+    assert "status=FAIL" in face_models
+    assert "ORT_PROVIDERS names CUDAExecutionProvider" in face_models
+    assert "ORT_PROVIDERS=CPUExecutionProvider" in face_models, "the fix"

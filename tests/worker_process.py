@@ -11,12 +11,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
 
-import django
+from momentlens.cli import main
 
-django.setup()
 
-from django.core.management import call_command  # noqa: E402
+def run_worker_with_test_jobs(argv: list[str]) -> None:
+    import django
+    from django.core.management import call_command
 
-import tests.job_handlers  # noqa: E402, F401  (registers the handlers)
+    django.setup()
+    import tests.job_handlers  # noqa: F401  (registers the handlers)
 
-call_command("run_worker", *sys.argv[1:])
+    call_command("run_worker", *argv[2:])
+
+
+main(["manage.py", "run_worker", *sys.argv[1:]], run=run_worker_with_test_jobs)

@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from faces.engines.pyramid import Plan
+
 EMBEDDING_DIMENSIONS = 512
 
 
@@ -32,12 +34,12 @@ class FaceEngine(ABC):
     name: str
 
     def analyze(
-        self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False, between=None
+        self, image: np.ndarray, *, small_faces: bool = True, plan: Plan | None = None, between=None
     ) -> list[DetectedFace]:
-        """Every face in `image`; without `small_faces` only the overview pass runs (a selfie); a
-        `video_frame` is searched within a fixed budget (faces/engines/pyramid.py, video_frame_plan).
+        """Every face in `image`; without `small_faces` only the overview pass runs (a selfie). `plan`: the
+        search's (a video frame's: faces/engines/pyramid.py, video_frame_plan); None: a photo's.
         `between`, if given, is called between the detector's passes and may raise to stop."""
-        detections = self.detect(image, small_faces=small_faces, video_frame=video_frame, between=between)
+        detections = self.detect(image, small_faces=small_faces, plan=plan, between=between)
         embeddings = self.embed_many(image, detections)
         return [
             DetectedFace(d.box, d.landmarks, d.score, embedding, self.name)
@@ -46,7 +48,7 @@ class FaceEngine(ABC):
 
     @abstractmethod
     def detect(
-        self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False, between=None
+        self, image: np.ndarray, *, small_faces: bool = True, plan: Plan | None = None, between=None
     ) -> list[Detection]:
         """Every face, large and small, in pixels of `image`; without `small_faces` only the large ones."""
 

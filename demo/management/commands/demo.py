@@ -70,7 +70,8 @@ class Command(BaseCommand):
         elapsed = time.monotonic() - started
         rows = summary(reports, seeded, progress.done, archived, elapsed)
         title = f"MomentLens demo: event {report.short(seeded.event.id)}, DNP member {report.short(seeded.dnp_user)}"
-        report.write_png(out_dir / SHEET_NAME, report.contact_sheet(reports, title))
+        reference = report.read_image(seeded.reference.upload_key)
+        report.write_png(out_dir / SHEET_NAME, report.contact_sheet(reports, title, reference, seeded.reference_name))
         report.write_html(out_dir / REPORT_NAME, reports, seeded=seeded, summary=rows, sheet_name=SHEET_NAME)
 
         self.say("")
