@@ -2,13 +2,15 @@
 memory, and what loading the engine per job would cost.
 
 1. For each size (insightface's t1.jpg, six faces, resized to 1, 12, 24 and 48 MP) a fresh
-   process loads the engine, analyses the photo (best of 2; 3 at 1 MP) and reports faces,
-   seconds, the share spent embedding, and its peak RSS (`ru_maxrss`) beside the RSS
-   before the first analyze. Ratio against 1 MP, and seconds per megapixel: time should
-   grow no faster than the pixel count.
+   process starts the engine (timed: sessions, and on a GPU the warm-up of every shape), analyses
+   the photo once (cold: the first photo) and WARM_RUNS more times (warm: their median), and
+   reports faces, the share spent embedding, its peak RSS (`ru_maxrss`) beside the RSS before
+   the first analyze, and on a GPU the process's peak GPU memory (nvidia-smi). Ratio against
+   1 MP, and seconds per megapixel: time should grow no faster than the pixel count.
 2. Cold load per job vs a resident engine on the 1 MP image.
-Each execution provider named with --providers gets its own rows in the same run (a GPU
-box: `--providers CUDAExecutionProvider,CPUExecutionProvider CPUExecutionProvider`).
+Each execution provider named with --providers gets its own rows in the same run, and the first
+against the last, size by size (a GPU box: `--providers CUDAExecutionProvider,CPUExecutionProvider
+CPUExecutionProvider`: CUDA against one CPU core).
 
 Usage: python bench/engine.py [--threads 1] [--providers P[,P...] ...] [--sizes 1,12,24,48]
 """
@@ -25,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 COLD_RUNS = 3
+WARM_RUNS = 5
 
 
 def main() -> None:
@@ -39,9 +42,13 @@ def main() -> None:
         return
     started = time.perf_counter()
     sizes = [float(mp) for mp in args.sizes.split(",")]
+    measured = {}
     for providers in args.providers:
-        print_sizes(providers, args.threads, [child(providers, args.threads, mp) for mp in sizes])
+        measured[providers] = [child(providers, args.threads, mp) for mp in sizes]
+        print_sizes(providers, args.threads, measured[providers])
         print_cold(providers, args.threads)
+    if len(args.providers) > 1:
+        print_against(args.providers[0], args.providers[-1], measured, args.threads)
     print(f"\nTotal runtime {time.perf_counter() - started:.0f} s.")
 
 
@@ -56,38 +63,82 @@ def child(providers: str, threads: int, megapixels: float) -> dict:
 def measure_one(spec: dict) -> dict:
     import resource
 
+    began = time.perf_counter()
     engine = load_engine(spec["providers"], spec["threads"])
+    start_s = time.perf_counter() - began
     image = resized_to(group_photo(), spec["megapixels"])
     embed_s = timed_embedding(engine)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     runs = []
-    for _ in range(3 if spec["megapixels"] <= 1 else 2):
+    for _ in range(1 + WARM_RUNS):
         embed_s[0] = 0.0
         began = time.perf_counter()
         faces = engine.analyze(image)
         runs.append((time.perf_counter() - began, embed_s[0]))
-    seconds, embedding = min(runs)
+    warm = sorted(runs[1:])[len(runs[1:]) // 2]
     return {
         "megapixels": image.shape[0] * image.shape[1] / 1e6,
         "size": f"{image.shape[1]}x{image.shape[0]}",
         "faces": len(faces),
-        "seconds": seconds,
-        "embed_s": embedding,
+        "start_s": start_s,
+        "cold_s": runs[0][0],
+        "seconds": warm[0],
+        "embed_s": warm[1],
         "rss_before_mb": rss_before / 1024,
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "gpu_mb": gpu_memory_mb(),
     }
+
+
+def gpu_memory_mb() -> float | None:
+    """This process's GPU memory now (onnxruntime's arena keeps its peak), from nvidia-smi; None without one."""
+    import os
+    import shutil
+
+    if shutil.which("nvidia-smi") is None:
+        return None
+    done = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+    )
+    for line in done.stdout.splitlines():
+        pid, _, used = line.partition(",")
+        if pid.strip() == str(os.getpid()):
+            return float(used)
+    return None
 
 
 def print_sizes(providers: str, threads: int, rows: list[dict]) -> None:
     print(f"\n## analyze by photo size ({providers}, {threads} thread(s), t1.jpg resized)\n")
-    print("| image | faces | best s | of which embedding s | s per MP | ratio vs 1 MP | RSS before MB | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"Start: the engine built (and on a GPU every shape warmed up). Cold: the first photo. Warm: the median "
+        f"of the next {WARM_RUNS}.\n"
+    )
+    print(
+        "| image | faces | start s | cold s | warm s | of which embedding s | s per MP | ratio vs 1 MP "
+        "| RSS before MB | peak RSS MB | GPU MB |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     base = rows[0]["seconds"]
     for row in rows:
+        gpu = "-" if row["gpu_mb"] is None else f"{row['gpu_mb']:.0f}"
         print(
-            f"| {row['megapixels']:.1f} MP ({row['size']}) | {row['faces']} | {row['seconds']:.2f} | "
-            f"{row['embed_s']:.3f} | {row['seconds'] / row['megapixels']:.3f} | {row['seconds'] / base:.2f} | "
-            f"{row['rss_before_mb']:.0f} | {row['peak_mb']:.0f} |"
+            f"| {row['megapixels']:.1f} MP ({row['size']}) | {row['faces']} | {row['start_s']:.2f} | "
+            f"{row['cold_s']:.2f} | {row['seconds']:.2f} | {row['embed_s']:.3f} | "
+            f"{row['seconds'] / row['megapixels']:.3f} | {row['seconds'] / base:.2f} | "
+            f"{row['rss_before_mb']:.0f} | {row['peak_mb']:.0f} | {gpu} |"
+        )
+
+
+def print_against(first: str, last: str, measured: dict, threads: int) -> None:
+    print(f"\n## {first} against {last} ({threads} thread(s)), warm and cold\n")
+    print(f"| image | {first} warm s | {last} warm s | speed-up warm | {first} cold s | {last} cold s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for ours, theirs in zip(measured[first], measured[last], strict=True):
+        print(
+            f"| {ours['megapixels']:.1f} MP | {ours['seconds']:.3f} | {theirs['seconds']:.3f} | "
+            f"{theirs['seconds'] / ours['seconds']:.1f}x | {ours['cold_s']:.2f} | {theirs['cold_s']:.2f} |"
         )
 
 

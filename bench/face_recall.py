@@ -24,9 +24,12 @@ peak memory (VmHWM) of a fresh process per detector and size (model loaded, the 
 memory, one detection); the default plan against the goals; with --plan, every variant
 against the goals. The default run takes about 10 minutes on one core.
 
+With --engine, an engine variant (bench/engine_variants.py: `batch 4`, `gpu shapes`, `int8`) runs the
+default plan beside ours on the same scenes (recall, false positives, time; no memory row).
+
 Usage: python bench/face_recall.py [--plan verify_width=80] [--plan score_threshold=0.2 verify_score=0.45]
        [--mp 12 24 48] [--scenes 3] [--large-scenes 1] [--blurred-scenes N] [--repeats 3] [--seed 7]
-       [--no-centerface] [--no-memory]
+       [--engine "gpu shapes"] [--no-centerface] [--no-memory]
 """
 
 import argparse
@@ -47,6 +50,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.engine_variants import VARIANTS  # noqa: E402
+from bench.engine_variants import build as build_variant  # noqa: E402
 from bench.plans import parse_plan  # noqa: E402
 from faces.engines.pyramid import iou, turned_back  # noqa: E402  (the detector's own geometry)
 
@@ -668,6 +673,13 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="a Plan variant run beside the default (repeat --plan for more variants)",
     )
+    parser.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        choices=VARIANTS[1:],
+        help="an engine variant beside ours, with the default plan (bench/engine_variants.py); repeatable",
+    )
     parser.add_argument("--mp", type=int, nargs="+", default=sorted(SIZES), choices=sorted(SIZES))
     parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS), help="buckets at 12 MP")
     parser.add_argument("--large-widths", type=int, nargs="+", default=list(LARGE_WIDTHS), help="at 24 / 48 MP")
@@ -696,6 +708,7 @@ def main() -> None:
 
     plans = {"ours": {}} | {f"ours {i}": parse_plan(items) for i, items in enumerate(args.plan, 1)}
     detectors = {name: ours(engine, dataclasses.replace(Plan(), **o)) for name, o in plans.items()}
+    detectors |= {f"ours, {variant}": ours(build_variant(variant, args.threads), Plan()) for variant in args.engine}
     if not args.no_centerface:
         detectors[CENTERFACE] = centerface(args.threads)
     engine._pyramid.plan = Plan()

@@ -8,7 +8,9 @@ each detector plan, interleaved in one run: the baseline without the turned leve
 turned in the picture: the plan before they were added), the default, and any `--plan`
 variant (bench/plans.py). Real embedded PostgreSQL, real SeaweedFS S3, the buffalo_s engine.
 
-Usage: python bench/pipeline.py [--photos 3] [--threads 1] [--plan turned_scale=1.0] ...
+With --engine, the same 12 MP job on engine variants beside today's (bench/engine_variants.py).
+
+Usage: python bench/pipeline.py [--photos 3] [--threads 1] [--plan turned_scale=1.0] ... [--engine int8] ...
 """
 
 import argparse
@@ -33,6 +35,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
     parser.add_argument(
         "--plan", nargs="+", action="append", default=[], metavar="KEY=VALUE", help="a detector plan variant"
+    )
+    parser.add_argument(
+        "--engine",
+        action="append",
+        default=[],
+        help="an engine variant beside today's (bench/engine_variants.py: batch 4, gpu shapes, int8); repeatable",
     )
     args = parser.parse_args()
     os.environ["ORT_INTRA_OP_THREADS"] = str(args.threads)
@@ -92,6 +100,30 @@ def run(uri: str, s3, args) -> None:
     for label, seconds in per_photo.items():
         print(f"| {label} | {args.photos} | {seconds:.2f} | {60 / seconds:.1f} | {base / seconds:.2f} |")
     compare_plans(event, twelve, args)
+    if args.engine:
+        compare_engines(event, twelve, args)
+
+
+def compare_engines(event, image, args) -> None:
+    """The 12 MP job on each engine variant, the engines taking turns photo by photo; the median of each."""
+    import statistics
+
+    import faces.engines
+    from bench.engine_variants import build
+
+    engines = {name: build(name, args.threads) for name in ["today", *args.engine]}
+    seconds = {name: [] for name in engines}
+    for _ in range(args.photos):
+        for name, engine in engines.items():
+            faces.engines._resident = engine
+            seconds[name].append(process(event, image)[0])
+    faces.engines._resident = engines["today"]
+    base = statistics.median(seconds["today"])
+    print(f"\n## face_process at 12 MP by engine variant (median of {args.photos}, engines interleaved)\n")
+    print("| engine | seconds each | ratio vs today |")
+    print("|---|---:|---:|")
+    for name, runs in seconds.items():
+        print(f"| {name} | {statistics.median(runs):.2f} | {statistics.median(runs) / base:.2f} |")
 
 
 def compare_plans(event, image, args) -> None:

@@ -215,12 +215,12 @@ def test_analyze_never_touches_the_network(model_folder, photo, no_network):
 def test_one_detector_session_serves_every_image_size(model_folder, photo):
     """insightface would build and keep a session per input size; photo sizes vary without bound."""
     engine = buffalo_l_engine(model_folder)
-    session = engine._detector.session
+    session = engine._overview.scrfd.session
     for size in ((WIDTH, HEIGHT), (320, 96), (64, 480), (1000, 700)):
         engine.detect(cv2.resize(photo, size))
 
-    assert engine._detector.session is session
-    assert not engine._detector.resolution_sessions
+    assert engine._overview.scrfd.session is session
+    assert not engine._overview.scrfd.resolution_sessions
 
 
 def test_missing_folder_is_refused_before_loading_anything(tmp_path, monkeypatch):
@@ -327,7 +327,7 @@ def test_buffalo_l_merges_its_own_large_faces_with_buffalo_s_small_faces(model_f
 
     group = cv2.resize(samples.group_photo(), None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC)
     engine = buffalo_l_engine(model_folder)
-    assert engine._pyramid.scrfd is not engine._pyramid.overview_scrfd
+    assert engine._pyramid.passes is not engine._pyramid.overview_passes
     # The generated det_10g would also find its one face in each turned copy of the overview.
     engine._pyramid.plan = dataclasses.replace(engine._pyramid.plan, turns=())
 

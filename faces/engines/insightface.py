@@ -14,10 +14,17 @@ import numpy as np
 
 from faces.engines.base import Detection, FaceEngine, ModelsMissing, ProviderUnavailable, to_unit_512
 from faces.engines.packs import ModelFileRejected, ModelPack
-from faces.engines.pyramid import Plan, PyramidDetector
+from faces.engines.passes import Passes
+from faces.engines.pyramid import SHAPE_BUCKETS, Plan, PyramidDetector
 
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
+CPU = "CPUExecutionProvider"
+# On a GPU every detector pass runs at one of a few fixed shapes and same-shape passes (a level's tiles, the
+# second looks) go 4 at a time (faces/engines/passes.py); faces are embedded in batches of fixed sizes. On a
+# CPU a pass runs at its own size, which is cheaper, and alone (docs/ARCHITECTURE.md §6, "On a GPU").
+GPU_SHAPES = {"shape_buckets": SHAPE_BUCKETS, "batch": 4}
+RECOGNISER_BATCHES = (1, 4, 16, 64)
 # onnxruntime's own log: errors only. A batch of faces through a recogniser exported
 # with batch size 1 runs correctly but warns on every call.
 ORT_LOG_ERRORS_ONLY = 3
@@ -36,9 +43,11 @@ class InsightFaceEngine(FaceEngine):
         small_face_folder: Path | None = None,
         intra_op_threads: int = 1,
         providers: list[str] | None = None,
+        shapes: dict | None = None,
     ):
         """`small_face_folder`: where pack.small_faces_from's files are, for a pack whose small-face
-        levels run another pack's detector (buffalo_l: buffalo_s's)."""
+        levels run another pack's detector (buffalo_l: buffalo_s's). `shapes`: the detector passes' shape
+        buckets and batch (Plan fields); None: GPU_SHAPES on a GPU, each pass at its own size on a CPU."""
         detector_file, recognizer_file = (str(path) for path in pack.files(folder))
         small_detector_file = str(pack.small_faces_from.files(small_face_folder)[0]) if pack.small_faces_from else None
         from insightface.model_zoo.arcface_onnx import ArcFaceONNX
@@ -50,13 +59,24 @@ class InsightFaceEngine(FaceEngine):
         # The provider the sessions run on (checked: never a silent fall-back).
         self.provider = self._options[1][0]
         preload_cuda_libraries(self._options[1])
-        self._detector = self._scrfd(detector_file, pack.name)
-        fine = self._scrfd(small_detector_file, pack.small_faces_from.name) if small_detector_file else self._detector
-        self._pyramid = PyramidDetector(fine, overview_scrfd=self._detector)
-        self._frame_pyramids: dict[Plan, PyramidDetector] = {}
+        self._shapes = (GPU_SHAPES if self.provider != CPU else {}) if shapes is None else shapes
+        self._overview = self._passes(detector_file, pack.name)
+        self._fine = self._passes(small_detector_file, pack.small_faces_from.name) if small_detector_file else None
+        self._pyramids: dict[Plan, PyramidDetector] = {}
+        self._pyramid = self._pyramid_for(Plan())
         self._recognizer = ArcFaceONNX(model_file=recognizer_file, session=_session(recognizer_file, *self._options))
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
+        # Every shape a job's passes can take, run once now (nothing on a CPU): no job pays for one.
+        passes = [self._overview] + ([self._fine] if self._fine else [])
+        self.warmed_up = [shape for one in passes for shape in one.warm_up()] + self._warm_up_recogniser()
+
+    def _passes(self, model_file: str, pack_name: str) -> Passes:
+        """The detector's passes, with the engine's shapes: on a GPU a session per shape bucket."""
+        scrfd = self._scrfd(model_file, pack_name)
+        buckets = self._shapes.get("shape_buckets", ())
+        new_session = (lambda: _session(model_file, *self._options)) if buckets else None
+        return Passes(scrfd, buckets=buckets, batch=self._shapes.get("batch", 1), new_session=new_session)
 
     def _scrfd(self, model_file: str, pack_name: str):
         from insightface.model_zoo.scrfd import SCRFD
@@ -78,9 +98,10 @@ class InsightFaceEngine(FaceEngine):
         return [Detection(box.astype(np.float32), points.astype(np.float32), score) for box, points, score in found]
 
     def _pyramid_for(self, plan: Plan) -> PyramidDetector:
-        if plan not in self._frame_pyramids:
-            self._frame_pyramids[plan] = PyramidDetector(self._pyramid.scrfd, plan, overview_scrfd=self._detector)
-        return self._frame_pyramids[plan]
+        """The pyramid of a plan, built once; every plan runs on the engine's passes (its sessions)."""
+        if plan not in self._pyramids:
+            self._pyramids[plan] = PyramidDetector(self._fine or self._overview, plan, overview_passes=self._overview)
+        return self._pyramids[plan]
 
     def embed_many(self, image: np.ndarray, detections: list[Detection]) -> np.ndarray:
         from insightface.utils.face_align import norm_crop
@@ -88,8 +109,32 @@ class InsightFaceEngine(FaceEngine):
         if not detections:
             return np.zeros((0, 512), dtype=np.float32)
         aligned = [norm_crop(image, landmark=d.landmarks, image_size=ALIGNED_SIZE) for d in detections]
-        features = self._recognizer.get_feat(aligned).reshape(len(detections), -1)
+        features = self._embed(aligned)
         return np.stack([to_unit_512(feature) for feature in features])
+
+    def _embed(self, aligned: list[np.ndarray]) -> np.ndarray:
+        """(N, dims) features. On a GPU the faces go in batches of RECOGNISER_BATCHES' sizes (the last one
+        filled with copies of a face, dropped after), so the session sees only those shapes."""
+        if not self._shapes:
+            return self._recognizer.get_feat(aligned).reshape(len(aligned), -1)
+        features = []
+        for start in range(0, len(aligned), RECOGNISER_BATCHES[-1]):
+            chunk = aligned[start : start + RECOGNISER_BATCHES[-1]]
+            filled = chunk + chunk[:1] * (_padded_count(len(chunk), RECOGNISER_BATCHES) - len(chunk))
+            features.append(self._recognizer.get_feat(filled).reshape(len(filled), -1)[: len(chunk)])
+        return np.concatenate(features)
+
+    def _warm_up_recogniser(self) -> list[tuple[int, int]]:
+        if not self._shapes:
+            return []
+        for size in RECOGNISER_BATCHES:
+            self._recognizer.get_feat([np.zeros((ALIGNED_SIZE, ALIGNED_SIZE, 3), np.uint8)] * size)
+        return [(ALIGNED_SIZE * size, ALIGNED_SIZE) for size in RECOGNISER_BATCHES]
+
+
+def _padded_count(count: int, sizes: tuple[int, ...]) -> int:
+    """The smallest batch size of `sizes` that holds `count` (the largest, for a count beyond it)."""
+    return next((size for size in sizes if size >= count), sizes[-1])
 
 
 def _session(model_file: str, intra_op_threads: int, providers: list[str]):

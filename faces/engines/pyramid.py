@@ -45,18 +45,21 @@ here one resize + RGB + normalise + NCHW goes straight into the detector's array
 only anchors above the threshold are decoded, with insightface's own
 `distance2bbox` / `distance2kps` (and its anchor layout and NMS threshold).
 
-`PyramidDetector(scrfd).detect(bgr)`; `scrfd` is insightface's `SCRFD` built on the
-engine's own session (faces/engines/insightface.py). Without `small_faces` (a
+`PyramidDetector(Passes(scrfd)).detect(bgr)`; `scrfd` is insightface's `SCRFD` built on the
+engine's own session (faces/engines/insightface.py), its passes faces/engines/passes.py's. Without `small_faces` (a
 reference selfie) only the overview level runs. docs/ARCHITECTURE.md §6 has the
 recall, cost and memory tables (bench/face_recall.py).
 """
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
+
+from faces.engines.passes import STRIDE, Passes
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
 Found = tuple[np.ndarray, np.ndarray, float]
@@ -109,6 +112,12 @@ class Plan:
     turned_scale: float | None = None
 
 
+# The shapes a GPU's detector passes run at (faces/engines/passes.py): a second look (a 64 px face in 2.5x
+# its size), the overview (long side 640), the edge pass (the overview mirrored 25 % past each edge) and a
+# tile (a level larger than a tile is tiled).
+SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (1536, 1024))
+
+
 # A video frame is looked at five times a second (faces/media/tracks.py), so its finest level gets a
 # budget of detector pixels that grows with the frame: 1.5x as a photo's up to 720p (2.1 MP: faces from
 # 24 px), and at least 1x above (1080p 2.1 MP, 4K 8.3 MP, tiled): faces from 24-32 px at any size. The
@@ -127,7 +136,6 @@ def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
     return Plan(fine_scale=math.floor(scale * 8) / 8, turns=())
 
 
-STRIDE = 32
 # A quarter turn counter-clockwise (np.rot90's sense), by count.
 _ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
 
@@ -137,16 +145,15 @@ def _go_on() -> None:
 
 
 class PyramidDetector:
-    def __init__(self, scrfd, plan: Plan = Plan(), *, overview_scrfd=None):
-        """`scrfd` runs the fine levels and the second looks; `overview_scrfd` (default: the same) the
+    def __init__(self, passes: Passes, plan: Plan = Plan(), *, overview_passes: Passes | None = None):
+        """`passes` run the fine levels and the second looks; `overview_passes` (default: the same) the
         overview level, which finds the large faces (buffalo_l's SCRFD-10G beside buffalo_s's SCRFD-500M)."""
-        for detector in (scrfd, overview_scrfd or scrfd):
+        for detector in (passes.scrfd, (overview_passes or passes).scrfd):
             if not detector.use_kps:
                 raise ValueError("PyramidDetector needs SCRFD models with keypoints")
-        self.scrfd = scrfd
-        self.overview_scrfd = overview_scrfd or scrfd
         self.plan = plan
-        self._centers: dict = {}
+        self.passes = passes
+        self.overview_passes = overview_passes or passes
 
     # ---- the plan -------------------------------------------------------------
 
@@ -187,21 +194,17 @@ class PyramidDetector:
         chunks = []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
-            scrfd = self.overview_scrfd if last else self.scrfd
-            chunks += self._level(image, scale, keep_all=last, scrfd=scrfd, between=between)
+            passes = self.overview_passes if last else self.passes
+            chunks += self._level(image, scale, keep_all=last, passes=passes, between=between)
         if not chunks:
             return []
         boxes, points, scores = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
         # Unsure candidates get their second look before the containment rule runs:
         # a low-scoring texture box around a face must not take the face with it.
-        faces = []
-        for i in suppress(boxes, scores, self.plan.nms_iou, containment=None):
-            face = (boxes[i], points[i], float(scores[i]))
-            if face[2] < self.plan.sure_score:
-                face = self._second_look(image, boxes[i])
-            if face is not None:
-                faces.append(face)
-        return faces
+        kept = suppress(boxes, scores, self.plan.nms_iou, containment=None)
+        sure = [(boxes[i], points[i], float(scores[i])) for i in kept if scores[i] >= self.plan.sure_score]
+        unsure = [boxes[i] for i in kept if scores[i] < self.plan.sure_score]
+        return sure + [face for face in self._second_looks(image, unsure) if face is not None]
 
     def _turned_faces(self, image: np.ndarray, levels: list[float], between) -> list[Found]:
         """Faces turned in the picture itself (a guest lying down, a child upside down), which SCRFD misses
@@ -242,26 +245,29 @@ class PyramidDetector:
         scaled = image if scale == 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=_interp(scale))
         pad = round(plan.edge_mirror * max(scaled_w, scaled_h))
         mirrored = cv2.copyMakeBorder(scaled, pad, pad, pad, pad, cv2.BORDER_REFLECT_101)
-        b, k, s = self._run(mirrored, scaled_w + 2 * pad, scaled_h + 2 * pad, plan.edge_score, self.overview_scrfd)
+        b, k, s = self.overview_passes.run(mirrored, scaled_w + 2 * pad, scaled_h + 2 * pad, plan.edge_score)
         back = np.array([width / scaled_w, height / scaled_h], np.float32)
         b = ((b.reshape(-1, 2, 2) - pad) * back).reshape(-1, 4)
         k = (k - pad) * back
         past = (b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > width) | (b[:, 3] > height)
         inside = (b[:, 2] > 0) & (b[:, 3] > 0) & (b[:, 0] < width) & (b[:, 1] < height)
-        faces = []
-        for i in np.flatnonzero(past & inside):
-            face = (b[i], k[i], float(s[i]))
-            # An unsure one (a fork at a 24 MP edge scored 0.53) may be looked at again, mirrored the same way.
-            if face[2] < plan.sure_score and plan.edge_second_look:
-                face = self._second_look(image, b[i], mirrored=True)
-            if face is not None:
-                faces.append(face)
-        return faces
+        found = np.flatnonzero(past & inside)
+        # An unsure one (a fork at a 24 MP edge scored 0.53) may be looked at again, mirrored the same way.
+        unsure = [i for i in found if s[i] < plan.sure_score and plan.edge_second_look]
+        faces = [(b[i], k[i], float(s[i])) for i in found if i not in unsure]
+        looked = self._second_looks(image, [b[i] for i in unsure], mirrored=True)
+        return faces + [face for face in looked if face is not None]
 
-    def _second_look(self, image: np.ndarray, box: np.ndarray, *, mirrored: bool = False) -> Found | None:
-        """The candidate's surroundings, scaled so that the candidate is verify_width px wide:
-        the best detection there that overlaps it (IoU >= 0.3), if it scores verify_score.
-        `mirrored`: surroundings past the image's edge are the image mirrored there (a face the edge cuts)."""
+    def _second_looks(self, image: np.ndarray, boxes: list[np.ndarray], *, mirrored: bool = False) -> list:
+        """Each candidate's surroundings, scaled so that the candidate is verify_width px wide: the best
+        detection there that overlaps it (IoU >= 0.3), if it scores verify_score; else None. The looks run
+        together (one batch per shape). `mirrored`: surroundings past the image's edge are the image
+        mirrored there (a face the edge cuts)."""
+        looks = [self._surroundings(image, box, mirrored) for box in boxes]
+        found = self.passes.run_many([(look.crop, look.out_w, look.out_h) for look in looks], self.plan.verify_score)
+        return [look.verdict(box, *result) for box, look, result in zip(boxes, looks, found, strict=True)]
+
+    def _surroundings(self, image: np.ndarray, box: np.ndarray, mirrored: bool) -> "SecondLook":
         plan = self.plan
         height, width = image.shape[:2]
         x1, y1, x2, y2 = (float(v) for v in box)
@@ -279,29 +285,21 @@ class PyramidDetector:
         out_w, out_h = max(1, round((right - left) * factor)), max(1, round((bottom - top) * factor))
         if factor < 1.0:  # shrinking: average, as the levels do
             crop = cv2.resize(crop, (out_w, out_h), interpolation=cv2.INTER_AREA)
-        b, k, s = self._run(crop, out_w, out_h, plan.verify_score)
-        if not len(s):
-            return None
         back = np.array([(right - left) / out_w, (bottom - top) / out_h], np.float32)
-        offset = np.array([left, top], np.float32)
-        b = (b.reshape(-1, 2, 2) * back + offset).reshape(-1, 4)
-        overlaps = iou(box[None], b)[0]
-        if overlaps.max() < 0.3:
-            return None
-        best = int(np.argmax(np.where(overlaps >= 0.3, s, -1.0)))
-        return b[best], k[best] * back + offset, float(s[best])
+        return SecondLook(crop, out_w, out_h, back, np.array([left, top], np.float32))
 
     # ---- one level --------------------------------------------------------------
 
-    def _level(self, image: np.ndarray, scale: float, keep_all: bool, scrfd, between: Callable[[], None]):
+    def _level(self, image: np.ndarray, scale: float, keep_all: bool, passes: Passes, between: Callable[[], None]):
         """Detections of one level, in photo pixels, as (boxes, keypoints, scores) chunks."""
         plan = self.plan
         between()
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
-        if keep_all or scaled_w * scaled_h <= plan.whole_max_pixels:
+        whole = scaled_w * scaled_h <= plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
+        if keep_all or whole:
             scaled = image if scale == 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=_interp(scale))
-            b, k, s = self._run(scaled, scaled_w, scaled_h, scrfd=scrfd)
+            b, k, s = passes.run(scaled, scaled_w, scaled_h, plan.score_threshold)
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
             yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
             return
@@ -315,85 +313,42 @@ class PyramidDetector:
         out_w, tile_w = _fit_tile(source_w, factor, plan.tile_width, plan.tile_overlap)
         out_h, tile_h = _fit_tile(source_h, factor, plan.tile_height, plan.tile_overlap)
         overlap = plan.tile_overlap / factor
-        for y in _starts(source_h, tile_h, overlap):
-            for x in _starts(source_w, tile_w, overlap):
-                between()
-                crop = source[y : y + tile_h, x : x + tile_w]
-                b, k, s = self._run(crop, out_w, out_h, scrfd=scrfd)
-                if not len(s):
-                    continue
-                fx, fy = out_w / tile_w, out_h / tile_h
+        origins = [(x, y) for y in _starts(source_h, tile_h, overlap) for x in _starts(source_w, tile_w, overlap)]
+        # detector px -> source px (/ f) -> photo px (* shrink) + the tile's origin
+        mul = np.array([shrink_x * tile_w / out_w, shrink_y * tile_h / out_h], np.float32)
+        for group in itertools.batched(origins, passes.batch):
+            between()
+            crops = [(source[y : y + tile_h, x : x + tile_w], out_w, out_h) for x, y in group]
+            for (x, y), (b, k, s) in zip(group, passes.run_many(crops, plan.score_threshold), strict=True):
                 inner = (x > 0, y > 0, x + tile_w < source_w, y + tile_h < source_h)
                 ok = _inside_and_small(b, out_w, out_h, inner, plan.tile_overlap, plan.edge_margin)
-                b, k, s = b[ok], k[ok], s[ok]
-                # detector px -> source px (/ f) -> photo px (* shrink) + the tile's origin
-                mul = np.array([shrink_x / fx, shrink_y / fy], np.float32)
                 off = np.array([x * shrink_x, y * shrink_y], np.float32)
-                yield (b.reshape(-1, 2, 2) * mul + off).reshape(-1, 4), k * mul + off, s
+                yield (b[ok].reshape(-1, 2, 2) * mul + off).reshape(-1, 4), k[ok] * mul + off, s[ok]
 
-    # ---- one detector pass ---------------------------------------------------------
 
-    def _run(self, image: np.ndarray, out_w: int, out_h: int, threshold: float | None = None, scrfd=None):
-        """SCRFD on `image` resized to out_w x out_h (no-op if that is its size), padded to the
-        stride. Returns boxes (n, 4), keypoints (n, 5, 2), scores (n,) in detector pixels,
-        after the detector's own NMS."""
-        scrfd = scrfd or self.scrfd
-        in_w, in_h = -(-out_w // STRIDE) * STRIDE, -(-out_h // STRIDE) * STRIDE
-        blob = _blob(image, out_w, out_h, in_w, in_h, scrfd.input_mean, scrfd.input_std)
-        outputs = scrfd.session.run(scrfd.output_names, {scrfd.input_name: blob})
-        return self._decode(outputs, in_w, in_h, self.plan.score_threshold if threshold is None else threshold, scrfd)
+@dataclass(frozen=True)
+class SecondLook:
+    """A candidate's surroundings as the detector sees them, and the way back to the image's pixels."""
 
-    def _decode(self, outputs, in_w: int, in_h: int, threshold: float, scrfd):
-        from insightface.model_zoo.scrfd import distance2bbox, distance2kps
+    crop: np.ndarray
+    out_w: int
+    out_h: int
+    back: np.ndarray  # image px per detector px, (x, y)
+    offset: np.ndarray  # the surroundings' origin in the image
 
-        fmc = scrfd.fmc
-        boxes, points, scores = [], [], []
-        for index, stride in enumerate(scrfd._feat_stride_fpn):
-            level_scores = outputs[index].reshape(-1)
-            hits = np.flatnonzero(level_scores >= threshold)
-            if not len(hits):
-                continue
-            centers = self._anchor_centers(in_h // stride, in_w // stride, stride, scrfd._num_anchors)[hits]
-            box_pred = outputs[index + fmc].reshape(-1, 4)[hits] * stride
-            kps_pred = outputs[index + 2 * fmc].reshape(-1, 10)[hits] * stride
-            boxes.append(distance2bbox(centers, box_pred))
-            points.append(distance2kps(centers, kps_pred).reshape(-1, 5, 2))
-            scores.append(level_scores[hits])
-        if not scores:
-            return np.zeros((0, 4), np.float32), np.zeros((0, 5, 2), np.float32), np.zeros(0, np.float32)
-        boxes, points, scores = np.concatenate(boxes), np.concatenate(points), np.concatenate(scores)
-        keep = suppress(boxes, scores, scrfd.nms_thresh, containment=None)
-        return boxes[keep], points[keep], scores[keep]
-
-    def _anchor_centers(self, rows: int, cols: int, stride: int, anchors: int) -> np.ndarray:
-        key = (rows, cols, stride, anchors)
-        centers = self._centers.get(key)
-        if centers is None:
-            # insightface's layout: row-major (x, y) * stride, each repeated per anchor.
-            grid = np.stack(np.mgrid[:rows, :cols][::-1], axis=-1).astype(np.float32)
-            centers = np.repeat((grid * stride).reshape(-1, 2), anchors, axis=0)
-            if len(self._centers) < 64:
-                self._centers[key] = centers
-        return centers
+    def verdict(self, box: np.ndarray, b: np.ndarray, k: np.ndarray, s: np.ndarray) -> Found | None:
+        """The best detection overlapping the candidate (IoU >= 0.3), in image pixels; None if there is none."""
+        if not len(s):
+            return None
+        b = (b.reshape(-1, 2, 2) * self.back + self.offset).reshape(-1, 4)
+        overlaps = iou(box[None], b)[0]
+        if overlaps.max() < 0.3:
+            return None
+        best = int(np.argmax(np.where(overlaps >= 0.3, s, -1.0)))
+        return b[best], k[best] * self.back + self.offset, float(s[best])
 
 
 # ---- helpers ------------------------------------------------------------------------
-
-
-def _blob(image: np.ndarray, out_w: int, out_h: int, in_w: int, in_h: int, mean: float, std: float) -> np.ndarray:
-    """The detector's input: `image` resized to out_w x out_h, RGB, (x - mean) / std, NCHW, padded with
-    zeros' value to in_w x in_h. The same numbers as OpenCV's blobFromImage, which resizes the same
-    way (bilinear, on the 8-bit image); written into one array here, as it is ~25 % cheaper on a tile."""
-    if image.shape[1] != out_w or image.shape[0] != out_h:
-        image = cv2.resize(image, (out_w, out_h), interpolation=cv2.INTER_LINEAR)
-    blob = np.empty((1, 3, in_h, in_w), np.float32)
-    blob[:, :, out_h:, :] = blob[:, :, :, out_w:] = -mean / std
-    inside = blob[0, :, :out_h, :out_w]
-    for channel, plane in enumerate(cv2.split(image)[::-1]):  # BGR -> RGB
-        inside[channel] = plane
-    inside -= mean
-    inside *= 1.0 / std
-    return blob
 
 
 def _mirrored(image: np.ndarray, left: int, top: int, right: int, bottom: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from faces.matching import Candidates, PhotoMatch
-from faces.media.tracks import DETECT_INTERVAL_S, MAX_GAP_S, TRACK_PAD_S, link, scheduled, tracks_of
+from faces.media.tracks import DETECT_INTERVAL_S, MAX_GAP_S, TRACK_PAD_S, Look, link, scheduled, tracks_of
 from faces.thresholds import Thresholds
 
 FPS30 = [i / 30 for i in range(90)]  # 3 s at 30 fps
@@ -28,6 +28,35 @@ def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
     assert times[:3] == pytest.approx([0.0, 0.2, 0.4])
     assert times[-1] == FPS30[-1]
     assert len(times) == 16, "5 looks a second, not 30"
+
+
+def deep_looks(times: list[float], cut_before=lambda time: False) -> list[float]:
+    return [time for time, _, look in scheduled(((t, None) for t in times), False, cut_before) if look is Look.DEEP]
+
+
+def test_deep_looks_are_at_most_a_track_gap_apart_and_at_the_clip_s_ends():
+    """A still face only a deep look finds is seen often enough for its track to go on across the quick looks."""
+    deep = deep_looks(FPS30)
+    assert deep[:3] == pytest.approx([0.0, 0.6, 1.2]), "one look in three at 30 fps"
+    assert deep[-1] == FPS30[-1], "the last frame"
+    for before, after in itertools.pairwise(deep):
+        assert after - before <= MAX_GAP_S + 1e-9
+    assert len(deep) < len(looked_at(FPS30)) / 2, "most looks stay within the frame's budget"
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_deep_looks_are_never_further_apart_than_a_track_gap_whatever_the_frame_times(seed):
+    gaps = np.random.default_rng(seed).choice([0.01, 0.033, 0.05, 0.15], size=300)
+    times = np.cumsum(gaps).tolist()
+    for before, after in itertools.pairwise(deep_looks(times)):
+        assert after - before <= MAX_GAP_S + 1e-9
+
+
+def test_both_sides_of_a_cut_are_deep_looks():
+    cut = FPS30[40]
+    deep = deep_looks(FPS30, lambda time: time == cut)
+    assert FPS30[39] in deep
+    assert cut in deep
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -1,0 +1,122 @@
+"""Fixed detector shapes and batches (faces/engines/passes.py), as a GPU reader runs them.
+
+On a CPU the engine runs each pass at its own size; with `shapes=GPU_SHAPES` it runs the GPU's way here
+too, so the rule is tested without a device: every pass at a shape bucket and a batch size the warm-up
+ran, and the same faces found. The CUDA test runs only where onnxruntime has the CUDA provider.
+"""
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import onnxruntime
+import pytest
+
+from faces.engines.insightface import GPU_SHAPES, RECOGNISER_BATCHES, InsightFaceEngine
+from faces.engines.packs import BUFFALO_S, pack_folder
+from faces.engines.pyramid import SHAPE_BUCKETS, video_frame_plan
+from momentlens.devservices import samples
+
+HAS_CUDA = "CUDAExecutionProvider" in onnxruntime.get_available_providers()
+
+
+def engine(**options) -> InsightFaceEngine:
+    return InsightFaceEngine(BUFFALO_S, pack_folder(BUFFALO_S, Path("/nonexistent")), **options)
+
+
+@pytest.fixture(scope="module")
+def cpu_engine():
+    return engine()
+
+
+@pytest.fixture(scope="module")
+def gpu_way_engine():
+    return engine(shapes=GPU_SHAPES)
+
+
+def recorded_shapes(engine: InsightFaceEngine) -> list[tuple[int, ...]]:
+    """Every detector input shape (batch, channels, height, width) from now on, whichever session ran it."""
+    seen = []
+    passes = {id(p): p for p in (engine._overview, engine._fine) if p is not None}.values()
+    for one in passes:
+        for session in {id(s): s for s in [one.scrfd.session, *one._sessions.values()]}.values():
+            run = session.run
+
+            def spy(names, feeds, *args, _run=run):
+                seen.append(next(iter(feeds.values())).shape)
+                return _run(names, feeds, *args)
+
+            session.run = spy
+    return seen
+
+
+def group_at(width: int) -> np.ndarray:
+    group = samples.group_photo()
+    scale = width / group.shape[1]
+    return cv2.resize(group, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_CUBIC)
+
+
+def same_faces(ours, theirs) -> bool:
+    from faces.engines.pyramid import iou
+
+    if len(ours) != len(theirs):
+        return False
+    a = np.array([face.box for face in ours])
+    b = np.array([face.box for face in theirs])
+    return bool((iou(a, b).max(axis=1) > 0.85).all())
+
+
+def test_the_warm_up_runs_every_bucket_at_each_batch_size(gpu_way_engine):
+    assert set(SHAPE_BUCKETS) <= set(gpu_way_engine.warmed_up)
+    assert {(112 * size, 112) for size in RECOGNISER_BATCHES} <= set(gpu_way_engine.warmed_up)
+    assert engine().warmed_up == [], "a CPU engine warms nothing up: it has no shapes to learn"
+
+
+@pytest.mark.parametrize("width", [640, 1600, 4000])
+def test_every_pass_runs_at_a_warmed_up_shape_and_finds_the_same_faces(cpu_engine, gpu_way_engine, width):
+    image = group_at(width)
+    shapes = recorded_shapes(gpu_way_engine)
+    bucketed = gpu_way_engine.analyze(image)
+    warmed = {(size, 3, height, width) for width, height in SHAPE_BUCKETS for size in (1, GPU_SHAPES["batch"])}
+    assert shapes, "the spy saw the passes"
+    assert set(shapes) <= warmed, set(shapes) - warmed
+    plain = cpu_engine.analyze(image)
+    assert same_faces(bucketed, plain)
+    # The guests' faces embed alike; a small face-like texture's landmarks move with the padding.
+    for ours in (face for face in bucketed if face.box[2] - face.box[0] >= 64):
+        theirs = max(plain, key=lambda face: float(np.dot(face.embedding, ours.embedding)))
+        assert float(np.dot(theirs.embedding, ours.embedding)) > 0.95, "the same face, embedded alike"
+
+
+def test_a_video_frame_s_passes_are_bucketed_too(gpu_way_engine):
+    frame = group_at(1920)
+    shapes = recorded_shapes(gpu_way_engine)
+    for deep in (False, True):
+        gpu_way_engine.analyze(frame, plan=video_frame_plan(1920, frame.shape[0], deep=deep))
+    buckets = {(height, width) for width, height in SHAPE_BUCKETS}
+    assert {shape[2:] for shape in shapes} <= buckets
+
+
+def test_padded_embedding_batches_give_the_same_embeddings(cpu_engine, gpu_way_engine):
+    image = group_at(1600)
+    detections = cpu_engine.detect(image)
+    assert len(detections) == 6
+    for count in (1, 3, 6):  # batches of 1, 4 (3 + one copy) and 16 (6 + ten copies)
+        plain = cpu_engine.embed_many(image, detections[:count])
+        padded = gpu_way_engine.embed_many(image, detections[:count])
+        assert padded.shape == plain.shape
+        assert np.allclose(padded, plain, atol=1e-4)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="onnxruntime here has no CUDA provider (requirements-gpu.txt on a GPU box)")
+def test_on_cuda_the_faces_are_the_cpu_s_and_a_warm_photo_pays_no_shape(cpu_engine):
+    import time
+
+    cuda = engine(providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    assert cuda.provider == "CUDAExecutionProvider"
+    image = group_at(4000)
+    began = time.perf_counter()
+    found = cuda.analyze(image)
+    first = time.perf_counter() - began
+    assert same_faces(found, cpu_engine.analyze(image))
+    assert first < 2.0, "every shape was warmed up: no pass pays cuDNN's search"
