@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 import sys
 
-from momentlens.cli import main
+from jobqueue.cli import main
 
 if __name__ == "__main__":
     main(sys.argv)

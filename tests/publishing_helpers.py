@@ -51,6 +51,13 @@ def jpeg_bytes(image: np.ndarray) -> bytes:
     return cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 92])[1].tobytes()
 
 
+def try_folder_files(photo) -> list[str]:
+    """The objects in the folder of the try whose keys the photo row names (`…/v1.{token}/`)."""
+    folder = photo.public_key.rsplit("/", 1)[0]
+    assert untokened(folder + "/") != folder + "/", f"{photo.public_key} is not a derived key"
+    return sorted(default_storage.listdir(folder + "/")[1])
+
+
 def untokened(key: str) -> str:
     """A derived key without its try's token (faces/rendering/keys.py): `…/v1/public.jpg`, as tests name keys."""
     return re.sub(r"/v(\d+)\.[0-9a-f]{8}/", r"/v\1/", key)

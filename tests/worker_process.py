@@ -11,7 +11,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
 
-from momentlens.cli import main
+from jobqueue.cli import main
 
 
 def run_worker_with_test_jobs(argv: list[str]) -> None:
