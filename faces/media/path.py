@@ -82,7 +82,8 @@ def detect_clip(clip: Clip, engine: FaceEngine) -> list[tuple[float, int, Detect
         # Where a sighting here may continue a track: the regions searched, and the people who moved.
         moved = [person for person in people if change.touches(person)]
         searched[time] = [np.array(area) / scale for area in regions + moved]
-    tracks = link([(time, face.box / scale) for time, face in seen], cuts, searched)
+    sightings = [(time, face.box / scale) for time, face in seen]
+    tracks = link(sightings, cuts, searched, embeddings=[face.embedding for _, face in seen])
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
 
 

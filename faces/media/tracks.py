@@ -25,11 +25,16 @@ DETECT_INTERVAL_S = 0.2
 TRACK_PAD_S = 0.25
 # A face missed by this many seconds of detections in a row still continues its track.
 MAX_GAP_S = 0.6
-# Two sightings are the same face when its centre moved at most LINK_SPEED face widths a second
-# (over at least one interval) and their widths are within SIZE_RATIO of each other. Generous on
-# purpose: a wrong link only merges two bags, and a merged track is blurred wherever either would be.
+# Two sightings may be the same face when its centre moved at most LINK_SPEED face widths a second
+# (over at least one interval) and their widths are within SIZE_RATIO of each other. Among those, a
+# face is linked to the one that looks most like it, nearness second: a wrong link is not harmless.
+# Between its two sightings a track is blurred along one path, so linking a face to its neighbour's
+# next sighting (a group walking a face's width in a fifth of a second) leaves both faces' own paths
+# bare. LIKENESS_WEIGHT is what one unit of embedding distance (1 - cosine) costs in face widths a
+# second: the same face, a look later, is far more alike than any neighbour.
 LINK_SPEED = 30.0
 SIZE_RATIO = 2.0
+LIKENESS_WEIGHT = 30.0
 # Past a track's ends the face keeps moving: its box is carried on at the track's last velocity,
 # with MOVING_SLACK face sizes a second for a change of pace, or, seen once only, may have gone
 # LONE_SPEED face sizes a second any way; and it grows by END_GROWTH face sizes on every side.
@@ -75,14 +80,20 @@ def scheduled[Frame](
 
 
 def link(
-    sightings: list[tuple[float, Box]], cuts: Iterable[float] = (), searched: dict[float, list[Box]] | None = None
+    sightings: list[tuple[float, Box]],
+    cuts: Iterable[float] = (),
+    searched: dict[float, list[Box]] | None = None,
+    embeddings: list[np.ndarray] | None = None,
 ) -> list[int]:
-    """A track number for each sighting (time, box), sightings in time order; greedy, nearest first.
-    No track goes on across a cut (the time of a scene's first frame): a new scene's faces are new. At a
-    time when only parts of the frame were searched (`searched[time]`: those regions), only a track last
-    seen within one of them may go on there: the others were not looked for, and are not gone."""
+    """A track number for each sighting (time, box), sightings in time order; greedy, cheapest first: the
+    face's speed, plus how unlike its track's last sighting it looks (`embeddings`, unit length, one per
+    sighting). No track goes on across a cut (the time of a scene's first frame): a new scene's faces are
+    new. At a time when only parts of the frame were searched (`searched[time]`: those regions), only a
+    track last seen within one of them may go on there: the others were not looked for, and are not gone."""
     cuts, searched = sorted(cuts), searched or {}
+    unlike = _unlikeness(embeddings) if embeddings is not None else lambda a, b: 0.0
     tracks: list[tuple[float, Box]] = []  # per track: its last sighting
+    last_seen: list[int] = []  # per track: the index of that sighting
     by_time: dict[float, list[int]] = {}
     for index, (time, _) in enumerate(sightings):
         by_time.setdefault(time, []).append(index)
@@ -96,10 +107,10 @@ def link(
             and (time not in searched or any(_inside(box, region) for region in searched[time]))
         ]
         pairs = sorted(
-            (cost, index, track)
+            (speed + LIKENESS_WEIGHT * unlike(last_seen[track], index), index, track)
             for index in indices
             for track in open_tracks
-            if (cost := _link_cost(tracks[track], (time, sightings[index][1]), partial=time in searched)) is not None
+            if (speed := _link_cost(tracks[track], (time, sightings[index][1]), partial=time in searched)) is not None
         )
         taken_sightings, taken_tracks = set(), set()
         for _, index, track in pairs:
@@ -112,9 +123,16 @@ def link(
             if index not in taken_sightings:
                 result[index] = len(tracks)
                 tracks.append((time, sightings[index][1]))
+                last_seen.append(index)
         for index in taken_sightings:
             tracks[result[index]] = (time, sightings[index][1])
+            last_seen[result[index]] = index
     return result
+
+
+def _unlikeness(embeddings: list[np.ndarray]) -> Callable[[int, int], float]:
+    """1 - cosine similarity of two sightings' embeddings (0: the same look; about 1: strangers)."""
+    return lambda a, b: 1.0 - float(np.dot(embeddings[a], embeddings[b]))
 
 
 def _inside(box: Box, region: Box) -> bool:

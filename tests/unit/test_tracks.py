@@ -91,6 +91,19 @@ def test_a_moving_face_is_one_track_and_two_guests_are_two():
     assert mover != still
 
 
+def test_a_group_walking_a_face_s_width_a_look_is_linked_by_likeness_not_nearness():
+    """Two guests side by side move 1.5 face widths between two looks: each one's next sighting is nearer
+    the other's last. Linked by nearness, each track's path runs back over the other face and neither
+    guest's own path is blurred; their embeddings say who is who."""
+    rng = np.random.default_rng(0)
+    left_look, right_look = (v / np.linalg.norm(v) for v in rng.normal(size=(2, 512)))
+    sightings = [(0.0, box(0.30)), (0.0, box(0.42)), (0.2, box(0.45)), (0.2, box(0.57))]
+    assert link(sightings) == [0, 1, 1, 0], "by nearness: the two tracks swap guests"
+    seen_again = [look + rng.normal(scale=0.02, size=512) for look in (left_look, right_look)]
+    embeddings = [left_look, right_look, *(v / np.linalg.norm(v) for v in seen_again)]
+    assert link(sightings, embeddings=embeddings) == [0, 1, 0, 1]
+
+
 def test_a_face_missed_once_keeps_its_track_and_one_gone_long_starts_a_new_one():
     missed_once = [(0.0, box(0.3)), (0.2, box(0.31)), (0.6, box(0.33))]
     assert len(set(link(missed_once))) == 1
