@@ -8,9 +8,10 @@ memory, and what loading the engine per job would cost.
    the first analyze, and on a GPU the process's peak GPU memory (nvidia-smi). Ratio against
    1 MP, and seconds per megapixel: time should grow no faster than the pixel count.
 2. Cold load per job vs a resident engine on the 1 MP image.
-Each execution provider named with --providers gets its own rows in the same run, and the first
-against the last, size by size (a GPU box: `--providers CUDAExecutionProvider,CPUExecutionProvider
-CPUExecutionProvider`: CUDA against one CPU core).
+Each provider set named with --providers gets its own rows in the same run, the CPU alone last (added
+if not named), and the first against the last, size by size (a GPU box: `--providers
+CUDAExecutionProvider,CPUExecutionProvider`: CUDA against one CPU core). A set this onnxruntime cannot
+run is named and skipped.
 
 Usage: python bench/engine.py [--threads 1] [--providers P[,P...] ...] [--sizes 1,12,24,48]
 """
@@ -28,12 +29,13 @@ sys.path.insert(0, str(ROOT))
 
 COLD_RUNS = 3
 WARM_RUNS = 5
+CPU = "CPUExecutionProvider"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra_op_threads")
-    parser.add_argument("--providers", nargs="+", default=["CPUExecutionProvider"])
+    parser.add_argument("--providers", nargs="+", default=[CPU], help="provider sets; the CPU alone is added last")
     parser.add_argument("--sizes", default="1,12,24,48", help="megapixels, comma-separated")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one measurement in this process
     args = parser.parse_args()
@@ -43,13 +45,29 @@ def main() -> None:
     started = time.perf_counter()
     sizes = [float(mp) for mp in args.sizes.split(",")]
     measured = {}
-    for providers in args.providers:
+    for providers in with_one_cpu_core(args.providers):
+        if missing := unavailable(providers):
+            print(f"\n## {providers}: not measured: onnxruntime here has no {missing}")
+            continue
         measured[providers] = [child(providers, args.threads, mp) for mp in sizes]
         print_sizes(providers, args.threads, measured[providers])
         print_cold(providers, args.threads)
-    if len(args.providers) > 1:
-        print_against(args.providers[0], args.providers[-1], measured, args.threads)
+    if len(measured) > 1:
+        first, *_, last = measured
+        print_against(first, last, measured, args.threads)
     print(f"\nTotal runtime {time.perf_counter() - started:.0f} s.")
+
+
+def with_one_cpu_core(provider_sets: list[str]) -> list[str]:
+    """The provider sets asked for, the CPU alone last (the baseline every other set is set against)."""
+    return provider_sets if provider_sets[-1] == CPU else [*provider_sets, CPU]
+
+
+def unavailable(providers: str) -> str | None:
+    """The first provider of the set that this onnxruntime cannot run (a CPU build has no CUDA)."""
+    import onnxruntime
+
+    return next((name for name in providers.split(",") if name not in onnxruntime.get_available_providers()), None)
 
 
 def child(providers: str, threads: int, megapixels: float) -> dict:
