@@ -624,6 +624,7 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int):
             for slot, ((face, box), (x, y)) in enumerate(zip(faces, spots, strict=True)):
                 kind = "all along" if slot < 8 else "brief"
                 h, w = face.shape[:2]
+                y = min(y, frame_h - h)  # a bottom row's face with its surroundings stays in the frame
                 if slot // 4 == 1:
                     x = (x + WALK_PX * index) % (frame_w - w)
                 if kind == "brief" and not 1 <= index % (2 * every) <= BRIEF_FRAMES[slot - 8]:

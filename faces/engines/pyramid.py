@@ -97,7 +97,9 @@ class Plan:
     # A box this close (detector px) to an inner tile edge is cut by it.
     edge_margin: float = 2.0
     # The edge pass mirrors the overview this far past each edge (a fraction of its long side),
-    # and keeps what scores this much there (mirrored half faces score 0.45-0.8).
+    # and keeps what scores this much there (mirrored half faces score 0.45-0.8). Off for a part of
+    # a video frame that no frame edge bounds (faces/media/path.py): its edges cut no picture.
+    edge_pass: bool = True
     edge_mirror: float = 0.25
     edge_score: float = 0.4
     # Whether an edge candidate below sure_score gets a second look, on the photo mirrored past its
@@ -180,7 +182,8 @@ class PyramidDetector:
         faces = self._faces(image, levels, between)
         if small_faces and self.plan.turns:
             faces += self._turned_faces(image, self._turned_levels(levels), between)
-        faces += self._across_edges(image, levels[-1])
+        if self.plan.edge_pass:
+            faces += self._across_edges(image, levels[-1])
         return self._finish(faces, width, height)
 
     def _turned_levels(self, levels: list[float]) -> list[float]:

@@ -137,7 +137,11 @@ def _search(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]
     if factor < 1.0:
         size = (max(1, round(crop.shape[1] * factor)), max(1, round(crop.shape[0] * factor)))
         crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
-    found = engine.analyze(np.ascontiguousarray(crop), plan=video_frame_plan(crop.shape[1], crop.shape[0]))
+    # The edge pass (the crop mirrored past its edges, about three times its pixels) is for faces the frame's
+    # edge cuts; one the region's own edge cuts is searched again in its surroundings (_analyze_region).
+    on_frame_edge = x1 <= 0 or y1 <= 0 or x2 >= frame.shape[1] or y2 >= frame.shape[0]
+    plan = replace(video_frame_plan(crop.shape[1], crop.shape[0]), edge_pass=on_frame_edge)
+    found = engine.analyze(np.ascontiguousarray(crop), plan=plan)
     offset = np.array([x1, y1], dtype=np.float32)
     return [
         replace(face, box=face.box / factor + np.tile(offset, 2), landmarks=face.landmarks / factor + offset)
