@@ -122,10 +122,11 @@ SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (1536, 1024))
 
 # A video frame is looked at five times a second (faces/media/tracks.py), so its finest level gets a
 # budget of detector pixels that grows with the frame: 1.5x as a photo's up to 720p (2.1 MP: faces from
-# 24 px), and at least 1x above (1080p 2.1 MP, 4K 8.3 MP, tiled): faces from 24-32 px at any size. The
-# scale is rounded down to an eighth, so a handful of plans serve every frame and region size.
+# 24 px), 1x at 1080p (2.1 MP: from 32 px), and at least 0.75x above (4K 4.7 MP, tiled: from about 43 px).
+# The deep looks (one in three, a photo's 1.5x) find the smaller faces at every size. The scale is
+# rounded down to an eighth, so a handful of plans serve every frame and region size.
 VIDEO_FRAME_DETECTOR_PIXELS = 1.5**2 * 1280 * 720
-VIDEO_MIN_SCALE = 1.0
+VIDEO_MIN_SCALE = 0.75
 
 
 def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
