@@ -5,6 +5,7 @@ published MP4 is decoded frame by frame and checked against the clip's own scrip
 
 import dataclasses
 import io
+from fractions import Fraction
 
 import av
 import cv2
@@ -15,7 +16,7 @@ from django.core.files.storage import default_storage
 from faces.models import Photo, SubjectReference
 from tests import factories, still_samples
 from tests.face_readings import read_face
-from tests.media_clips import background, read_video
+from tests.media_clips import background, guest, read_video
 from tests.published_pictures import dnp_faces_in
 from tests.publishing_helpers import read_bytes, run_worker_drain
 from tests.queue_helpers import archived, send
@@ -108,6 +109,34 @@ def test_a_4k_clip_with_28_px_dnp_faces_blurs_them_in_every_frame(dnp_event, gro
     for dnp_at in (lambda i: (1800, 900), lambda i: (1200 + 12 * i, 700)):
         clip = scene(group, group_faces, width=3840, height=2160, scale=scale, count=13, dnp_at=dnp_at)
         assert unblurred_frames(published(event, clip.data), clip) == []
+
+
+def test_a_dnp_face_the_frame_edge_cuts_between_two_looks_is_blurred(dnp_event, group, group_faces):
+    """The guest (a 56 px face) steps in at the frame's left edge, 45 % of the face past it, right after a
+    look and gone before the next: the changed place is searched, and the cut face is blurred up to the edge.
+    (Cut 55 %, this face is found on a look but not yet between looks: ARCHITECTURE §11, "Edges and choices".)"""
+    event, _ = dnp_event
+    dnp = guest(group, group_faces[0].box, 0.5)
+    x1, y1, x2, y2 = dnp.box
+    cut = int(x1 + 0.45 * (x2 - x1))
+    height, width = dnp.pixels.shape[:2]
+    frames, boxes = [], []
+    for index in range(2 * LOOK_EVERY[30] + 1):
+        canvas = background(1280, 720)
+        shown = 1 <= index <= 4
+        if shown:
+            canvas[200 : 200 + height, : width - cut] = dnp.pixels[:, cut:]
+        frames.append(canvas)
+        boxes.append((0.0, 200 + y1, x2 - cut, 200 + y2) if shown else None)
+    data = encode(frames, [index / 30 for index in range(len(frames))], rate=30, base=Fraction(1, 30))
+    photo = published(event, data)
+    upload, public = read_video(read_bytes(photo.upload_key)), read_video(read_bytes(photo.public_key))
+    unblurred = [
+        index
+        for index, box in enumerate(boxes)
+        if box is not None and not read_face(public.frames[index], upload.frames[index], box).blurred
+    ]
+    assert unblurred == []
 
 
 @pytest.mark.parametrize(
