@@ -20,6 +20,7 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,30 +107,22 @@ def run(uri: str, s3, args) -> None:
 
 def compare_engines(event, image, args) -> None:
     """The 12 MP job on each engine variant, the engines taking turns photo by photo; the median of each."""
-    import statistics
-
     import faces.engines
     from bench.engine_variants import build
 
     engines = {name: build(name, args.threads) for name in ["today", *args.engine]}
-    seconds = {name: [] for name in engines}
-    for _ in range(args.photos):
-        for name, engine in engines.items():
-            faces.engines._resident = engine
-            seconds[name].append(process(event, image)[0])
-    faces.engines._resident = engines["today"]
-    base = statistics.median(seconds["today"])
-    print(f"\n## face_process at 12 MP by engine variant (median of {args.photos}, engines interleaved)\n")
-    print("| engine | seconds each | ratio vs today |")
-    print("|---|---:|---:|")
-    for name, runs in seconds.items():
-        print(f"| {name} | {statistics.median(runs):.2f} | {statistics.median(runs) / base:.2f} |")
+
+    def use(name: str) -> None:
+        faces.engines._resident = engines[name]
+
+    seconds = interleaved(event, image, args.photos, {name: partial(use, name) for name in engines})
+    use("today")
+    print_medians("engine variant", "engine", seconds, args.photos, against="today")
 
 
 def compare_plans(event, image, args) -> None:
     """The 12 MP job under each plan, the plans taking turns photo by photo; the median of each."""
     import dataclasses
-    import statistics
 
     from bench.plans import parse_plan
     from faces.engines import resident_engine
@@ -138,15 +131,32 @@ def compare_plans(event, image, args) -> None:
     plans = {"without turned levels (baseline)": {"turns": ()}, "default": {}}
     plans |= {" ".join(items): parse_plan(items) for items in args.plan}
     pyramid = resident_engine()._pyramid
-    seconds = {name: [] for name in plans}
-    for _ in range(args.photos):
-        for name, overrides in plans.items():
-            pyramid.plan = dataclasses.replace(Plan(), **overrides)
-            seconds[name].append(process(event, image)[0])
+
+    def use(overrides: dict) -> None:
+        pyramid.plan = dataclasses.replace(Plan(), **overrides)
+
+    seconds = interleaved(event, image, args.photos, {name: partial(use, o) for name, o in plans.items()})
     pyramid.plan = Plan()
-    base = statistics.median(seconds["without turned levels (baseline)"])
-    print(f"\n## face_process at 12 MP by detector plan (median of {args.photos}, plans interleaved)\n")
-    print("| plan | seconds each | ratio vs baseline |")
+    print_medians("detector plan", "plan", seconds, args.photos, against="baseline")
+
+
+def interleaved(event, image, photos: int, setups: dict) -> dict[str, list[float]]:
+    """Seconds of the job per variant: each variant's setup() run before its turn, the variants taking turns."""
+    seconds = {name: [] for name in setups}
+    for _ in range(photos):
+        for name, setup in setups.items():
+            setup()
+            seconds[name].append(process(event, image)[0])
+    return seconds
+
+
+def print_medians(what: str, column: str, seconds: dict[str, list[float]], photos: int, against: str) -> None:
+    """Each variant's median, and its ratio to the first variant's (`against` names it in the header)."""
+    import statistics
+
+    base = statistics.median(next(iter(seconds.values())))
+    print(f"\n## face_process at 12 MP by {what} (median of {photos}, {column}s interleaved)\n")
+    print(f"| {column} | seconds each | ratio vs {against} |")
     print("|---|---:|---:|")
     for name, runs in seconds.items():
         print(f"| {name} | {statistics.median(runs):.2f} | {statistics.median(runs) / base:.2f} |")

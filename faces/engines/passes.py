@@ -39,17 +39,18 @@ class Passes:
 
     def input_shape(self, out_w: int, out_h: int) -> Shape:
         """The shape a pass of out_w x out_h runs at: the stride's multiple, or the smallest bucket holding it."""
-        padded = (-(-out_w // STRIDE) * STRIDE, -(-out_h // STRIDE) * STRIDE)
         if not self.buckets:
-            return padded
-        for width, height in self.buckets:
-            if width >= out_w and height >= out_h:
-                return width, height
-        raise ValueError(f"a {out_w}x{out_h} pass fits no shape bucket: the plan must tile it")
+            return -(-out_w // STRIDE) * STRIDE, -(-out_h // STRIDE) * STRIDE
+        if (bucket := self._bucket_for(out_w, out_h)) is None:
+            raise ValueError(f"a {out_w}x{out_h} pass fits no shape bucket: the plan must tile it")
+        return bucket
 
     def fits(self, out_w: int, out_h: int) -> bool:
         """Whether one pass can take out_w x out_h (always, without buckets)."""
-        return not self.buckets or any(width >= out_w and height >= out_h for width, height in self.buckets)
+        return not self.buckets or self._bucket_for(out_w, out_h) is not None
+
+    def _bucket_for(self, out_w: int, out_h: int) -> Shape | None:
+        return next(((width, height) for width, height in self.buckets if width >= out_w and height >= out_h), None)
 
     def run(self, image: np.ndarray, out_w: int, out_h: int, threshold: float) -> Detections:
         return self.run_many([(image, out_w, out_h)], threshold)[0]
