@@ -21,6 +21,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from faces.geometry import iou
 from jobqueue.messages import is_uuid
 from momentlens.devservices.pixels import difference, face_core
 
@@ -1855,12 +1856,6 @@ def face_change(rendered: np.ndarray, source: np.ndarray, box: Box) -> float:
     quarters = [(slice(cy1, my), slice(cx1, mx)), (slice(cy1, my), slice(mx, cx2)),
                 (slice(my, cy2), slice(cx1, mx)), (slice(my, cy2), slice(mx, cx2))]  # fmt: skip
     return min(difference(rendered[rows, columns], source[rows, columns]) for rows, columns in quarters)
-
-
-def iou(a: Box, b: Box) -> float:
-    inter = max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def unblurred_edge_cuts(chaos: Chaos) -> int:

@@ -22,6 +22,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from faces.geometry import iou  # noqa: E402
+
 SIDES = ("left", "right", "top", "bottom")
 HIDDEN = [round(0.05 * step, 2) for step in range(11)]
 FOUND_IOU = 0.3
@@ -78,18 +80,12 @@ def cut_and_detect(engine, image: np.ndarray, face, side: str, hidden: float) ->
     crop = cv2.imdecode(cv2.imencode(".jpg", image[top:bottom, left:right], [cv2.IMWRITE_JPEG_QUALITY, 90])[1], 1)
     size_h, size_w = crop.shape[:2]
     visible = np.clip([x1 - left, y1 - top, x2 - left, y2 - top], 0, [size_w, size_h, size_w, size_h])
-    found = max(engine.analyze(crop), key=lambda other: overlap(visible, other.box), default=None)
-    if found is None or overlap(visible, found.box) < FOUND_IOU:
+    found = max(engine.analyze(crop), key=lambda other: iou(visible, other.box), default=None)
+    if found is None or iou(visible, found.box) < FOUND_IOU:
         return None
     bx1, by1, bx2, by2 = (float(v) for v in found.box)
     box = (bx1 / size_w, by1 / size_h, (bx2 - bx1) / size_w, (by2 - by1) / size_h)
     return hidden_share(box, size_w, size_h), float(np.dot(found.embedding, face.embedding))
-
-
-def overlap(a, b) -> float:
-    from faces.engines.pyramid import iou
-
-    return float(iou(np.asarray(a, dtype=np.float32)[None], np.asarray(b, dtype=np.float32)[None])[0, 0])
 
 
 if __name__ == "__main__":

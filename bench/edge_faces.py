@@ -24,7 +24,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from faces.engines.pyramid import iou  # noqa: E402
+from faces.geometry import iou  # noqa: E402
 
 SIDES = ("left", "right", "top", "bottom", "top_left", "top_right", "bottom_left", "bottom_right")
 CUT_SHARES = (0.25, 0.35, 0.45, 0.55)

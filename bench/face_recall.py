@@ -53,7 +53,8 @@ sys.path.insert(0, str(ROOT))
 from bench.engine_variants import VARIANTS  # noqa: E402
 from bench.engine_variants import build as build_variant  # noqa: E402
 from bench.plans import parse_plan  # noqa: E402
-from faces.engines.pyramid import iou, turned_back  # noqa: E402  (the detector's own geometry)
+from faces.engines.pyramid import turned_back  # noqa: E402  (the detector's own geometry)
+from faces.geometry import iou  # noqa: E402
 
 SIZES = {12: (4000, 3000), 24: (5657, 4243), 48: (8000, 6000)}
 WIDTHS = (16, 20, 24, 32, 48, 64, 96, 128, 256, 700)

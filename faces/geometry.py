@@ -6,6 +6,8 @@ wide for its height, so a narrower box on the left or right edge (or a flatter o
 the top or bottom edge) is the visible part of a face that goes on past that edge.
 """
 
+import numpy as np
+
 # Width / height of a detector's box around a whole face (SCRFD's are about 0.75-0.85).
 FACE_ASPECT = 0.8
 # A box side this close to the image edge touches it.
@@ -60,3 +62,17 @@ def _push_past_edges(low: float, high: float, size: int, missing: float) -> tupl
     if at_high:
         return low, high + missing
     return low, high
+
+
+def iou(a, b):
+    """Intersection over union of (x1, y1, x2, y2) boxes: of two boxes, a float; of (n, 4) and (m, 4)
+    boxes, the (n, m) array of every pair. Boxes that do not overlap, or have no area, give 0."""
+    first, second = np.atleast_2d(np.asarray(a, dtype=np.float64)), np.atleast_2d(np.asarray(b, dtype=np.float64))
+    lt = np.maximum(first[:, None, :2], second[None, :, :2])
+    rb = np.minimum(first[:, None, 2:], second[None, :, 2:])
+    inter = np.prod(np.clip(rb - lt, 0, None), axis=2)
+    area_a = np.prod(np.clip(first[:, 2:] - first[:, :2], 0, None), axis=1)
+    area_b = np.prod(np.clip(second[:, 2:] - second[:, :2], 0, None), axis=1)
+    union = area_a[:, None] + area_b[None, :] - inter
+    overlaps = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    return float(overlaps[0, 0]) if np.ndim(a) == 1 and np.ndim(b) == 1 else overlaps

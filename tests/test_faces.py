@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from faces.engines import resident_engine
+from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
 from faces.matching import faces_to_blur
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
@@ -24,15 +25,6 @@ def match_and_cluster(photo, size):
 
 def stored_faces(photo) -> list[Face]:
     return sorted(photo.faces.all(), key=lambda face: face.box_x)
-
-
-def iou(a, b) -> float:
-    width = min(a[2], b[2]) - max(a[0], b[0])
-    height = min(a[3], b[3]) - max(a[1], b[1])
-    if width <= 0 or height <= 0:
-        return 0.0
-    inter = width * height
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
 @pytest.mark.django_db

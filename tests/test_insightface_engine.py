@@ -25,6 +25,7 @@ from faces.engines.base import EMBEDDING_DIMENSIONS, ModelsMissing
 from faces.engines.insightface import InsightFaceEngine
 from faces.engines.packs import BUFFALO_L, BUFFALO_S, ModelFileRejected, pack_folder
 from faces.engines.pyramid import Plan
+from faces.geometry import iou
 
 STRIDES = (8, 16, 32)
 ANCHORS = 2
@@ -337,10 +338,4 @@ def test_buffalo_l_merges_its_own_large_faces_with_buffalo_s_small_faces(model_f
     assert len(from_overview) == 1, "buffalo_l's own detection is kept"
     assert len(group_faces) == 6
     for face in group_faces:  # buffalo_s's reading of t1 at its own size, boxes doubled
-        assert any(_iou(face.box * 2, other.box) > 0.6 for other in from_fine_levels), "buffalo_s's faces are kept"
-
-
-def _iou(a, b) -> float:
-    left_top, right_bottom = np.maximum(a[:2], b[:2]), np.minimum(a[2:], b[2:])
-    inter = np.prod(np.clip(right_bottom - left_top, 0, None))
-    return float(inter / (np.prod(a[2:] - a[:2]) + np.prod(b[2:] - b[:2]) - inter))
+        assert any(iou(face.box * 2, other.box) > 0.6 for other in from_fine_levels), "buffalo_s's faces are kept"

@@ -32,12 +32,13 @@ import pytest
 from django.core.files.storage import default_storage
 from PIL import Image
 
+from faces.geometry import iou
 from faces.models import Photo, PhotoVariant
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference
 from tests import factories, media_clips
 from tests.face_readings import read_face
-from tests.media_clips import Box, Clip, read_animation, read_index, read_video
+from tests.media_clips import Clip, read_animation, read_index, read_video
 from tests.publishing_helpers import assert_every_row_key_exists, read_bytes, run_worker_drain, untokened
 from tests.queue_helpers import archived, queue_rows, send
 
@@ -107,13 +108,6 @@ def face_processed(event, data: bytes) -> Photo:
 def animation_starts(clip: Clip) -> list[float]:
     """Each frame's start, in seconds: the sum of the durations before it."""
     return [sum(clip.durations_ms[:i]) / 1000 for i in range(len(clip.durations_ms))]
-
-
-def iou(a: Box, b: Box) -> float:
-    x1, y1, x2, y2 = max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])
-    inter = max(0.0, x2 - x1) * max(0.0, y2 - y1)
-    area = lambda r: (r[2] - r[0]) * (r[3] - r[1])  # noqa: E731
-    return inter / (area(a) + area(b) - inter)
 
 
 def check_face_rows(photo: Photo, clip: Clip, starts: list[float], dnp_user, other_user=None) -> None:

@@ -60,6 +60,7 @@ import cv2
 import numpy as np
 
 from faces.engines.passes import STRIDE, Passes
+from faces.geometry import iou
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
 Found = tuple[np.ndarray, np.ndarray, float]
@@ -414,16 +415,6 @@ def turned_back(points: np.ndarray, turn: int, width: int, height: int) -> np.nd
     if turn % 4 == 3:
         return np.stack([y, height - x], axis=1)
     return points
-
-
-def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(n, m) IoU of boxes a (n, 4) and b (m, 4)."""
-    lt = np.maximum(a[:, None, :2], b[None, :, :2])
-    rb = np.minimum(a[:, None, 2:], b[None, :, 2:])
-    inter = np.prod(np.clip(rb - lt, 0, None), axis=2)
-    area_a = np.prod(a[:, 2:] - a[:, :2], axis=1)
-    area_b = np.prod(b[:, 2:] - b[:, :2], axis=1)
-    return inter / np.maximum(area_a[:, None] + area_b[None, :] - inter, 1e-9)
 
 
 def suppress(boxes: np.ndarray, scores: np.ndarray, iou: float, containment: float | None) -> list[int]:

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from faces.detection_memory import detections_of
 from faces.engines import DetectedFace, FaceEngine, resident_engine
-from faces.engines.pyramid import Plan, iou, video_frame_plan
-from faces.geometry import restored_face_box
+from faces.engines.pyramid import Plan, video_frame_plan
+from faces.geometry import iou, restored_face_box
 from faces.images import MediaKind
 from faces.matching import PhotoMatch
 from faces.media.animated import AnimatedImage
@@ -123,7 +123,7 @@ def _analyze_region(engine: FaceEngine, frame: np.ndarray, region) -> list[Detec
             reach = 1.5 * max(x2 - x1, y2 - y1)  # a sliver's height is the face's: its width is not
             around = (x1 - reach, y1 - reach, x2 + reach, y2 + reach)
             whole = _search(engine, frame, _clipped(around, width, height))
-            face = max(whole, key=lambda other: iou(face.box[None], other.box[None])[0, 0], default=face)
+            face = max(whole, key=lambda other: iou(face.box, other.box), default=face)
         found.append(face)
     return found
 

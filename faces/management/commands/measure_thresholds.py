@@ -30,6 +30,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from faces.engines import resident_engine
+from faces.geometry import iou
 from faces.media.still import Still
 from faces.thresholds import Thresholds
 from jobqueue.errors import PermanentJobError
@@ -262,14 +263,6 @@ def add_probe(row: Row, probe: Face, embedding: np.ndarray | None, faces: list[F
     people = {face.identity for face in faces if not face.stranger and face.identity != probe.identity}
     for person in sorted(people):
         row.stranger_best.append(max(float(embedding @ f.embedding) for f in faces if f.identity == person))
-
-
-def iou(a, b) -> float:
-    width = min(a[2], b[2]) - max(a[0], b[0])
-    height = min(a[3], b[3]) - max(a[1], b[1])
-    inter = max(0.0, float(width)) * max(0.0, float(height))
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / float(union) if union > 0 else 0.0
 
 
 def genuine_p1(values: list[float]) -> float:

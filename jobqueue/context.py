@@ -1,0 +1,34 @@
+"""What a handler gets beside its payload: the try it runs in (procrastinate's `pass_context`).
+
+A handler is `handler(payload, ctx)`. Long work calls `ctx.checkpoint()` between frames and before
+it writes to storage: it raises DatabaseLost once the try's lease is no longer its own (the server
+closed its session, so another reader may be on its message), and the try stops there instead of
+finishing beside its successor. `ctx.fields` are the try's log fields (msg_id, try, job, the ids).
+"""
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+
+def _nothing_to_lose() -> None:
+    """The checkpoint of work outside a worker (a shell, a test, a bench): it holds no lease."""
+
+
+@dataclass(frozen=True)
+class JobContext:
+    job: str
+    msg_id: int | None = None
+    # pgmq's read_ct: 1 on the first try.
+    try_number: int = 1
+    fields: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    _checkpoint: Callable[[], None] = _nothing_to_lose
+
+    def checkpoint(self) -> None:
+        """DatabaseLost when the try's lease is gone; else nothing."""
+        self._checkpoint()
+
+    @classmethod
+    def outside_worker(cls, job: str) -> "JobContext":
+        """A context for running a handler by hand: no message, no lease to lose."""
+        return cls(job=job)
