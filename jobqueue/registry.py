@@ -1,6 +1,7 @@
 """Job handlers, registered by job name.
 
-A handler takes the parsed message and returns a dict of extra log fields
+A handler takes the parsed message and its context (jobqueue/context.py: the try, the log
+fields, `checkpoint()`) and returns a dict of extra log fields
 (faces, files, ...) or None. It runs inside the transaction that deletes the
 message, so its row writes commit with that delete or not at all.
 
@@ -22,7 +23,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-Handler = Callable[[dict], dict | None]
+from jobqueue.context import JobContext
+
+Handler = Callable[[dict, JobContext], dict | None]
 ArchiveHook = Callable[[dict], int]
 
 

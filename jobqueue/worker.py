@@ -19,7 +19,9 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from jobqueue import messages, outcome, queries, registry, reporting
+from jobqueue.context import JobContext
 from jobqueue.errors import PermanentJobError
+from jobqueue.hangup import ensure_session
 from jobqueue.health import WorkerState
 from jobqueue.heartbeat import Heartbeat
 from jobqueue.outcome import Action, Outcome
@@ -166,7 +168,7 @@ class Worker:
         fields["job"] = job.name
         try:
             with self._running(message, job), self.session.guard(), transaction.atomic():
-                result = job.type.handler(job.payload) or {}
+                result = job.type.handler(job.payload, _context(message, job, fields)) or {}
                 queries.delete(self.session.cursor, message.msg_id)
         except DatabaseLost as lost:
             lost.in_flight = {**fields, "ms": _ms(started)}  # db_lost names the try it cut short
@@ -263,6 +265,12 @@ def _parse(body) -> tuple[dict | None, messages.Job | None, PermanentJobError | 
         return payload, messages.job_of(payload), None
     except PermanentJobError as problem:
         return payload, None, problem
+
+
+def _context(message, job, fields: dict) -> JobContext:
+    return JobContext(
+        job=job.name, msg_id=message.msg_id, try_number=message.read_ct, fields=dict(fields), _checkpoint=ensure_session
+    )
 
 
 def _summary(error: Exception) -> str:

@@ -1,6 +1,6 @@
 """The shape of the code, per package: modules, lines, and the longest function (for reviews of structure work).
 
-    python scripts/code_shape.py [ROOT]
+python scripts/code_shape.py [ROOT]
 """
 
 import ast

@@ -20,7 +20,7 @@ def _called(name: str, payload: dict) -> None:
 
 
 @register("test_record", id_field="photo_id")
-def record(payload):
+def record(payload, ctx):
     """Writes one committed row per success, named after the process that did it."""
     _called("test_record", payload)
     time.sleep(payload.get("seconds", 0))
@@ -29,21 +29,21 @@ def record(payload):
 
 
 @register("test_first", id_field="photo_id", first=True)
-def first(payload):
+def first(payload, ctx):
     """A job registered first-class: read before ordinary messages."""
     _called("test_first", payload)
-    flaky(payload)
+    flaky(payload, ctx)
 
 
 @register("test_fail", id_field="photo_id")
-def fail(payload):
+def fail(payload, ctx):
     _called("test_fail", payload)
     Event.objects.create(name="written by a failing try")
     raise RuntimeError("the handler failed on purpose")
 
 
 @register("test_flaky", id_field="photo_id")
-def flaky(payload):
+def flaky(payload, ctx):
     _called("test_flaky", payload)
     left = flaky_failures.get(payload["photo_id"], 0)
     if left:
@@ -52,19 +52,19 @@ def flaky(payload):
 
 
 @register("test_missing", id_field="photo_id")
-def missing(payload):
+def missing(payload, ctx):
     _called("test_missing", payload)
     raise MissingObject(f"no object events/x/uploads/{payload['photo_id']}.jpg")
 
 
 @register("test_gone", id_field="photo_id")
-def gone(payload):
+def gone(payload, ctx):
     _called("test_gone", payload)
     raise RowGone(f"photo {payload['photo_id']} does not exist")
 
 
 @register("test_crash", id_field="photo_id")
-def crash(payload):
+def crash(payload, ctx):
     """Kills the worker mid-job; with `once_marker`, only the first time."""
     marker = payload.get("once_marker")
     if marker and Path(marker).exists():
@@ -77,7 +77,7 @@ def crash(payload):
 
 
 @register("test_fail_then_slow", id_field="photo_id")
-def fail_then_slow(payload):
+def fail_then_slow(payload, ctx):
     """Fails its first try (`once_marker`); every later try runs `seconds`, then records who ran it."""
     marker = Path(payload["once_marker"])
     if not marker.exists():
@@ -89,7 +89,7 @@ def fail_then_slow(payload):
 
 
 @register("test_photo_span", id_field="photo_id")
-def photo_span(payload):
+def photo_span(payload, ctx):
     """Takes the photo the way every photo job does (its row lock), then records when it held it."""
     from faces.jobs.photo_jobs import locked_photo
 

@@ -16,6 +16,7 @@ from faces import clustering
 from faces.jobs import photo_jobs
 from faces.models import Face, UnknownCluster
 from faces.recognition import detect_and_store
+from jobqueue.context import JobContext
 from momentlens.devservices import samples
 from tests import factories
 from tests.queue_helpers import wait_until, waiting_for_lock
@@ -64,7 +65,10 @@ def face_process_at_once(photos, monkeypatch) -> list[bool]:
                 # connect) is not safe across threads.
                 connection.ensure_connection()
             with transaction.atomic():
-                photo_jobs.face_process({"job": "face_process", "photo_id": str(photos[index].id)})
+                photo_jobs.face_process(
+                    {"job": "face_process", "photo_id": str(photos[index].id)},
+                    JobContext.outside_worker("face_process"),
+                )
         except Exception as error:
             errors.append(error)
         finally:

@@ -192,7 +192,7 @@ def test_health_is_503_before_the_loop_200_while_it_runs_503_after(drain):
         seen["before"] = get_health(health.port)
 
         @register("test_health_probe", id_field="photo_id")
-        def probe(payload):
+        def probe(payload, ctx):
             seen["during"] = get_health(health.port)
 
         send(job("test_health_probe"))

@@ -9,6 +9,7 @@ from faces.jobs.reference_process import reference_process
 from faces.matching import faces_to_blur
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
 from faces.recognition import cluster_faces, detect_and_store, match_faces
+from jobqueue.context import JobContext
 from momentlens.devservices import samples
 from tests import factories
 from tests.conftest import ENGINE
@@ -60,7 +61,9 @@ def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(gro
     event = factories.event()
     user = factories.member(event, dnp=True)
     reference = make_reference_for(user, group, group_faces[2])
-    reference_process({"job": "reference_process", "reference_id": str(reference.id)})
+    reference_process(
+        {"job": "reference_process", "reference_id": str(reference.id)}, JobContext.outside_worker("reference_process")
+    )
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.READY
 
@@ -129,7 +132,9 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
     assert len(faces_to_blur(photo)) == 6, "pending reference: when unsure, blur"
 
-    reference_process({"job": "reference_process", "reference_id": str(pending.id)})
+    reference_process(
+        {"job": "reference_process", "reference_id": str(pending.id)}, JobContext.outside_worker("reference_process")
+    )
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
     blurred = faces_to_blur(photo)
     assert [face.matched_user_id for face in blurred] == [user]
@@ -167,7 +172,9 @@ def test_reference_process_outcomes(group, test_thresholds):
     none = factories.reference(user, samples.face_free_scenes()[0])
     many = factories.reference(user, group)
     results = {
-        name: reference_process({"job": "reference_process", "reference_id": str(ref.id)})
+        name: reference_process(
+            {"job": "reference_process", "reference_id": str(ref.id)}, JobContext.outside_worker("reference_process")
+        )
         for name, ref in (("one", one), ("none", none), ("many", many))
     }
     for ref in (one, none, many):

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 
 from faces.jobs.photo_jobs import reprocess_event
 from jobqueue import queries
+from jobqueue.context import JobContext
 from jobqueue.enqueue import enqueue_unless_waiting
 from tests import factories
 from tests.queue_helpers import archived, send, wait_until, waiting_for_lock
@@ -34,7 +35,9 @@ def queued_reprocess_ids() -> list[str]:
 def fan_out(event) -> dict:
     """reprocess_event in a transaction of its own, as the worker runs it."""
     with transaction.atomic():
-        return reprocess_event({"job": "reprocess_event", "event_id": str(event.id)})
+        return reprocess_event(
+            {"job": "reprocess_event", "event_id": str(event.id)}, JobContext.outside_worker("reprocess_event")
+        )
 
 
 def read_once(msg_id: int) -> None:
@@ -115,7 +118,9 @@ def test_two_fan_outs_of_one_event_at_once_send_each_photo_once():
     def first():
         try:
             with transaction.atomic():
-                results["first"] = reprocess_event({"job": "reprocess_event", "event_id": str(event.id)})
+                results["first"] = reprocess_event(
+                    {"job": "reprocess_event", "event_id": str(event.id)}, JobContext.outside_worker("reprocess_event")
+                )
                 first_sent.set()
                 # Not committed yet: the second fan-out must be waiting for the lock, not reading.
                 results["second_waited"] = wait_until(lambda: waiting_for_lock(queries.FAN_OUT_LOCK))

@@ -8,6 +8,7 @@ from django.core.files.storage import default_storage
 from django.db import transaction
 
 from faces.models import EventMember, Photo, PhotoVariant
+from jobqueue.context import JobContext
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference, face_core
 from tests import factories
@@ -218,7 +219,9 @@ def test_reprocess_event_enqueues_one_reprocess_per_rendered_photo(group, test_t
     Photo.objects.filter(id__in=[p.id for p in published]).update(processed_at="2026-01-01T00:00:00Z")
     published.append(unpublished_after_render)
     with transaction.atomic():  # a handler's transaction: the fan-out's lock lasts until it ends
-        result = reprocess_event({"job": "reprocess_event", "event_id": str(event.id)})
+        result = reprocess_event(
+            {"job": "reprocess_event", "event_id": str(event.id)}, JobContext.outside_worker("reprocess_event")
+        )
     assert result == {"hidden": 0, "enqueued": 3, "already_waiting": 0}
     import json
 

@@ -14,6 +14,7 @@ from faces.recognition import cluster_faces, detect_and_store, match_faces
 from faces.rendering.files import plan_of, render_and_publish
 from faces.rendering.sweep import sweep_after_commit
 from faces.storage_io import read_object
+from jobqueue.api import JobContext
 from jobqueue.enqueue import enqueue_unless_waiting, lock_fan_out
 from jobqueue.errors import RowGone
 from jobqueue.registry import register
@@ -22,12 +23,12 @@ log = logging.getLogger("faces.jobs")
 
 
 @register("face_process", id_field="photo_id")
-def face_process(payload: dict) -> dict:
+def face_process(payload: dict, ctx: JobContext) -> dict:
     return face_path(locked_photo(payload["photo_id"]))
 
 
 @register("thumbnail_dims", id_field="photo_id")
-def thumbnail_dims(payload: dict) -> dict:
+def thumbnail_dims(payload: dict, ctx: JobContext) -> dict:
     photo = locked_photo(payload["photo_id"])
     if photo.variant_version != 0:
         # Another job already rendered this photo: a re-sent message must not undo it.
@@ -48,7 +49,7 @@ def thumbnail_dims(payload: dict) -> dict:
 
 
 @register("reprocess", id_field="photo_id")
-def reprocess(payload: dict) -> dict:
+def reprocess(payload: dict, ctx: JobContext) -> dict:
     photo = locked_photo(payload["photo_id"])
     # The face path re-matches the stored faces and never detects again; the one photo it
     # detects on is one published without any face pass (thumbnail_dims): its first and only.
@@ -70,7 +71,7 @@ def unpublish_event(payload: dict) -> int:
 
 
 @register("reprocess_event", id_field="event_id", on_archive=unpublish_event, first=True)
-def reprocess_event(payload: dict) -> dict:
+def reprocess_event(payload: dict, ctx: JobContext) -> dict:
     event_id = Event.objects.filter(id=payload["event_id"]).values_list("id", flat=True).first()
     if event_id is None:
         raise RowGone(f"event {payload['event_id']} does not exist")

@@ -12,6 +12,7 @@ from faces.exposure import hide_exposed
 from faces.media.still import Still
 from faces.models import EventMember, SubjectReference
 from faces.storage_io import read_object
+from jobqueue.api import JobContext
 from jobqueue.enqueue import enqueue, enqueue_unless_waiting
 from jobqueue.errors import RowGone
 from jobqueue.registry import register
@@ -28,7 +29,7 @@ def mark_failed(payload: dict) -> int:
 
 
 @register("reference_process", id_field="reference_id", on_archive=mark_failed, first=True)
-def reference_process(payload: dict) -> dict:
+def reference_process(payload: dict, ctx: JobContext) -> dict:
     reference = SubjectReference.objects.select_for_update().filter(id=payload["reference_id"]).first()
     if reference is None:
         raise RowGone(f"reference {payload['reference_id']} does not exist")

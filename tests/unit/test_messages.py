@@ -12,7 +12,7 @@ PHOTO = "6f1c7e0e-0000-4000-8000-000000000001"
 
 @pytest.fixture(autouse=True)
 def unit_job():
-    registry.register("unit_job", id_field="photo_id")(lambda payload: None)
+    registry.register("unit_job", id_field="photo_id")(lambda payload, ctx: None)
 
 
 @pytest.mark.parametrize(
