@@ -65,8 +65,14 @@ class Heartbeat:
             with self._changed:
                 self._job = None
                 self._changed.notify()
-            with self._sending:
-                pass
+            self._wait_for_the_beat_in_flight()
+
+    def _wait_for_the_beat_in_flight(self) -> None:
+        """Return once no beat is being sent. A beat that read the job before it ended may still be on
+        its way; waiting for it here means none lands after the loop made the message visible again
+        for a retry (a late set_vt would hide it for another vt). Beats that start later see no job."""
+        with self._sending:
+            pass
 
     def _run(self) -> None:
         current = named = None  # the job in flight as last seen; the job the connection's name shows

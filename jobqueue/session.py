@@ -5,33 +5,24 @@ A reader holds one of `slots` reader slots, each a session advisory lock
 (the default) taking it also takes over what a stopped reader left hidden
 (`make_abandoned_visible`); with more, another reader may be running those messages,
 so they come back by their visibility timeout instead (jobqueue/heartbeat.py). The
-lock lives as long as the backend that took it, so every read checks that it is still
-on that backend, and `lost()` is the one place that tells a dropped connection (the
-loop must reconnect and take a slot again: DatabaseLost) from an error of one statement.
+lock lives as long as the backend that took it: whether it is still this reader's is
+its `lease` (jobqueue/lease.py). Every statement of the loop goes through `cursor`, the
+loop's own cursor on that backend.
 """
 
 import logging
 import threading
 import time
-from contextlib import contextmanager
 
 from django.db import DatabaseError, connection
 
 from jobqueue import queries
 from jobqueue.health import WorkerState
+from jobqueue.lease import Lease
 
 log = logging.getLogger("jobqueue.worker")
 
 APPLICATION_NAME = "momentlens-worker"
-
-
-class DatabaseLost(Exception):
-    """The loop's connection is gone (killed backend, server restart)."""
-
-    def __init__(self, message: str):
-        super().__init__(message)
-        # The try it cut short, if any: its log fields and how long it ran (the db_lost line names it).
-        self.in_flight: dict = {}
 
 
 class WorkerDied(Exception):
@@ -46,8 +37,7 @@ class ReaderSession:
         self.slots = slots
         # The slot this reader holds, once it holds one.
         self.slot: int | None = None
-        # The backend that holds the reader lock; any other backend holds nothing.
-        self._lock_pid: int | None = None
+        self.lease = Lease()
         # The loop's own cursor on that backend, reused for every read and delete.
         self.cursor = None
 
@@ -96,28 +86,25 @@ class ReaderSession:
             # With one slot, a message hidden by a read is a stopped reader's; with more, it may be running.
             reset = queries.make_abandoned_visible(cursor) if self.slots == 1 else None
         self.slot = slot
-        self._lock_pid = connection.connection.info.backend_pid
+        self.lease.hold(connection.connection.info.backend_pid)
         self.cursor = connection.cursor()
         self.state.update(lock_held=True, slot=slot)
         log.info(
             "queue_lock",
             extra={
                 "outcome": "taken",
-                "backend_pid": self._lock_pid,
+                "backend_pid": self.lease.backend_pid,
                 "slot": slot if self.slots > 1 else None,
                 "made_visible": reset,
             },
         )
         return None
 
-    @property
-    def backend_pid(self) -> int | None:
-        return self._lock_pid
-
     def drop(self) -> None:
         """After a loss: forget the lock and the connection, so that `take` starts afresh."""
         self.state.update(lock_held=False, slot=None)
-        self._lock_pid = self.slot = None
+        self.lease.forget()
+        self.slot = None
         connection.close()
 
     def release(self) -> None:
@@ -131,22 +118,3 @@ class ReaderSession:
             except DatabaseError:
                 pass  # a dead session holds no lock
         connection.close()
-
-    def gone(self) -> bool:
-        """The session that took the reader lock is gone, even if Django has since reconnected. No round trip."""
-        if connection.connection is None or connection.connection.closed:
-            return True
-        return connection.connection.info.backend_pid != self._lock_pid
-
-    def lost(self) -> bool:
-        return self.gone() or not connection.is_usable()
-
-    @contextmanager
-    def guard(self):
-        """A DatabaseError on a lost session becomes DatabaseLost; any other one is raised as it is."""
-        try:
-            yield
-        except DatabaseError as error:
-            if self.lost():
-                raise DatabaseLost(str(error).strip()) from error
-            raise

@@ -16,17 +16,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
-from jobqueue import messages, outcome, queries, registry, reporting
-from jobqueue.context import JobContext
-from jobqueue.errors import PermanentJobError
-from jobqueue.hangup import ensure_session
+from jobqueue import outcome, queries, registry, reporting
+from jobqueue.attempt import Try
 from jobqueue.health import WorkerState
 from jobqueue.heartbeat import Heartbeat
+from jobqueue.lease import DatabaseLost
 from jobqueue.outcome import Action, Outcome
 from jobqueue.redaction import redact
-from jobqueue.session import DatabaseLost, ReaderSession, WorkerDied
+from jobqueue.session import ReaderSession, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
 
@@ -126,10 +125,10 @@ class Worker:
 
     def _step(self) -> bool:
         """Read and handle one message; False when none is visible."""
-        if self.session.gone():
+        if self.session.lease.gone():
             # Never read on a connection that does not hold the lock.
             raise DatabaseLost("the connection holding the reader lock is gone")
-        with self.session.guard():
+        with self.session.lease.guard():
             vt, cursor = self.config.visibility_timeout_s, self.session.cursor
             # Messages that are read first (registry.read_first), oldest first; then the oldest of the rest.
             message = queries.read_first(cursor, vt, registry.read_first()) or queries.read(cursor, vt)
@@ -158,91 +157,90 @@ class Worker:
     # -- one message -----------------------------------------------------
 
     def _handle(self, message: queries.Message) -> None:
-        started = time.monotonic()
-        payload, job, problem = _parse(message.body)
-        fields = {"msg_id": message.msg_id, "try": message.read_ct, **registry.ids_of(payload)}
-        decided = outcome.before_running(message.read_ct, problem)
+        attempt = Try(message, self.session.lease)
+        decided = outcome.before_running(attempt.number, attempt.problem)
         if decided.action is not Action.RUN:
-            self._carry_out(decided, message, payload, job, fields, started)
+            self._carry_out(decided, attempt)
             return
-        fields["job"] = job.name
+        attempt.runs()
         try:
-            with self._running(message, job), self.session.guard(), transaction.atomic():
-                result = job.type.handler(job.payload, _context(message, job, fields)) or {}
-                queries.delete(self.session.cursor, message.msg_id)
+            with self._running(attempt), self.session.lease.guard(), transaction.atomic():
+                result = attempt.job.type.handler(attempt.job.payload, attempt.context()) or {}
+                queries.delete(self.session.cursor, attempt.msg_id)
         except DatabaseLost as lost:
-            lost.in_flight = {**fields, "ms": _ms(started)}  # db_lost names the try it cut short
+            lost.in_flight = {**attempt.fields, "ms": attempt.ms()}  # db_lost names the try it cut short
             raise
         except Exception as error:
-            decided = outcome.after_error(error, message.read_ct, self.config.retry_backoff_s)
-            self._carry_out(decided, message, payload, job, fields, started, error=error)
+            attempt.error = error
+            self._carry_out(outcome.after_error(error, attempt.number, self.config.retry_backoff_s), attempt)
         else:
             self.state.update(last_job_at=time.time(), jobs_done=self.state.jobs_done + 1)
-            log.info("job_done", extra={**fields, "outcome": "completed", "ms": _ms(started), **result})
+            log.info("job_done", extra={**attempt.fields, "outcome": "completed", "ms": attempt.ms(), **result})
 
     @contextmanager
-    def _running(self, message, job):
+    def _running(self, attempt: Try):
         """While the job runs: its message kept hidden (the heartbeat), and /health saying what runs."""
-        self.state.update(working_on=f"msg={message.msg_id} job={job.name}")
+        self.state.update(working_on=f"msg={attempt.msg_id} job={attempt.job.name}")
         try:
-            with self.heartbeat.beating(message.msg_id, job.name, self.session.backend_pid):
+            with self.heartbeat.beating(attempt.msg_id, attempt.job.name, self.session.lease.backend_pid):
                 yield
         finally:
             self.state.update(working_on=None)
 
-    def _carry_out(self, decided: Outcome, message, payload, job, fields: dict, started: float, error=None) -> None:
+    def _carry_out(self, decided: Outcome, attempt: Try) -> None:
         if decided.action is Action.ARCHIVE:
-            self._archive(decided, message, payload, job, fields, started, error)
+            self._archive(decided, attempt)
         elif decided.action is Action.DELETE:
-            with self.session.guard(), connection.cursor() as cursor:
-                queries.delete(cursor, message.msg_id)
+            with self.session.lease.guard():
+                queries.delete(self.session.cursor, attempt.msg_id)
             log.info(
-                "job_done", extra={**fields, "outcome": decided.reason, "detail": decided.detail, "ms": _ms(started)}
+                "job_done",
+                extra={**attempt.fields, "outcome": decided.reason, "detail": decided.detail, "ms": attempt.ms()},
             )
         elif decided.action is Action.RETRY:
             log.warning(
                 "job_retry",
                 extra={
-                    **fields,
+                    **attempt.fields,
                     "outcome": decided.reason,
                     "error": decided.detail,
                     "backoff_s": decided.delay_s,
-                    "ms": _ms(started),
+                    "ms": attempt.ms(),
                 },
             )
-            self._retry_after(decided.delay_s, message)
+            self._retry_after(decided.delay_s, attempt)
 
-    def _retry_after(self, delay_s: float, message) -> None:
+    def _retry_after(self, delay_s: float, attempt: Try) -> None:
         self._stop.wait(delay_s)
         if self.stopping:
             return  # left hidden: visible again when the next reader takes a slot (one slot), or after vt
-        with self.session.guard(), connection.cursor() as cursor:
+        with self.session.lease.guard():
             # Visible again now: it is the oldest, so the next read takes it before any newer one. Unless
             # another reader read it meanwhile (the backoff outlasted vt): then it is that reader's.
-            queries.make_visible(cursor, message.msg_id, message.read_ct)
+            queries.make_visible(self.session.cursor, attempt.msg_id, attempt.number)
 
-    def _archive(self, decided: Outcome, message, payload, job, fields: dict, started: float, error) -> None:
+    def _archive(self, decided: Outcome, attempt: Try) -> None:
         """Archive with its reason and run the archive hooks (the job's own, and the apps'), in one transaction."""
-        with self.session.guard(), transaction.atomic(), connection.cursor() as cursor:
+        with self.session.lease.guard(), transaction.atomic():
             # The archive is read by people (queue_status): it gets the same masking as the logs.
-            queries.archive(cursor, message.msg_id, decided.reason, redact(decided.detail)[:500])
-            hooked = registry.run_archive_hooks(payload, job)
+            queries.archive(self.session.cursor, attempt.msg_id, decided.reason, redact(decided.detail)[:500])
+            hooked = registry.run_archive_hooks(attempt.payload, attempt.job)
         log.error(
             "job_archived",
             extra={
-                **fields,
+                **attempt.fields,
                 "outcome": "archived",
                 "reason": decided.reason,
                 "error": decided.detail,
                 **hooked,
-                "ms": _ms(started),
+                "ms": attempt.ms(),
             },
         )
         if decided.final:
             reporting.report_final_failure(
-                error or decided.detail,
-                job=fields.get("job"),
-                context={**fields, "tries": message.read_ct, "reason": decided.reason},
+                attempt.error or decided.detail,
+                job=attempt.fields.get("job"),
+                context={**attempt.fields, "tries": attempt.number, "reason": decided.reason},
             )
 
     def _refresh_metrics(self) -> None:
@@ -251,31 +249,8 @@ class Worker:
         if now - self._metrics_at < METRICS_REFRESH_S:
             return
         self._metrics_at = now
-        with connection.cursor() as cursor:
-            self.state.update(queue_length=queries.metrics(cursor).length)
-
-
-def _parse(body) -> tuple[dict | None, messages.Job | None, PermanentJobError | None]:
-    """The decoded payload (if JSON), the job it asks for (if valid), and else why not."""
-    try:
-        payload = messages.decode(body)
-    except PermanentJobError as problem:
-        return None, None, problem
-    try:
-        return payload, messages.job_of(payload), None
-    except PermanentJobError as problem:
-        return payload, None, problem
-
-
-def _context(message, job, fields: dict) -> JobContext:
-    return JobContext(
-        job=job.name, msg_id=message.msg_id, try_number=message.read_ct, fields=dict(fields), _checkpoint=ensure_session
-    )
+        self.state.update(queue_length=queries.metrics(self.session.cursor).length)
 
 
 def _summary(error: Exception) -> str:
     return f"{type(error).__name__}: {error}"
-
-
-def _ms(started: float) -> int:
-    return round((time.monotonic() - started) * 1000)

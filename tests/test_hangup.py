@@ -1,12 +1,11 @@
-"""A job notices that the server closed its session without asking it anything (jobqueue/hangup.py)."""
+"""A job notices that the server closed its session without asking it anything (jobqueue/lease.py)."""
 
 import time
 
 import pytest
 from django.db import connection, connections
 
-from jobqueue.hangup import ensure_session, hung_up
-from jobqueue.session import DatabaseLost
+from jobqueue.lease import DatabaseLost, Lease
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -15,18 +14,18 @@ def test_a_live_session_is_not_hung_up_and_a_terminated_one_is():
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
-    assert not hung_up(), "a live session, idle: nothing to read"
-    ensure_session()
+    assert not Lease.hung_up(), "a live session, idle: nothing to read"
+    Lease().checkpoint()
     killer = connections.create_connection("default")
     try:
         with killer.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
         deadline = time.monotonic() + 5
-        while not hung_up() and time.monotonic() < deadline:
+        while not Lease.hung_up() and time.monotonic() < deadline:
             time.sleep(0.01)
-        assert hung_up(), "the server's hang-up is seen on the socket"
+        assert Lease.hung_up(), "the server's hang-up is seen on the socket"
         with pytest.raises(DatabaseLost, match="closed the session"):
-            ensure_session()
+            Lease().checkpoint()
     finally:
         killer.close()
         connection.close()
