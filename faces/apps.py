@@ -9,15 +9,15 @@ class FacesConfig(AppConfig):
         from django.core.checks import register
 
         from faces import checks
-        from jobqueue.checks import WORKER, WORKER_START
+        from faces.engines import loaded_engine, resident_engine
+        from jobqueue.api import WORKER, WORKER_START, register_health_field, register_startup
 
         for check in (checks.pgvector, checks.storage):
             register(check, WORKER, deploy=True)
-        # Also run by run_worker before the loop: face_models builds the resident engine (the warm-up); a
-        # missing column of the worker's (tables) stops it before a job fails on it.
+        # Also run by run_worker before the loop: a worker without its models, or without a column it
+        # writes (tables), stops before a job fails on it.
         for check in (checks.tables, checks.face_models, checks.thresholds):
             register(check, WORKER, WORKER_START, deploy=True)
-        from faces.engines import loaded_engine
-        from jobqueue.registry import register_health_field
-
+        # The engine's warm-up: built once per worker start, before the first read, so no job pays for it.
+        register_startup("face_engine", resident_engine)
         register_health_field("engine", loaded_engine)

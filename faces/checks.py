@@ -1,10 +1,10 @@
 """The faces app's part of the worker preflight, as Django system checks (jobqueue/checks.py).
 
 pgvector, tables, storage, face_models and thresholds, each tagged WORKER and
-registered with deploy=True in FacesConfig.ready(). face_models and thresholds are
-also tagged WORKER_START: run_worker runs them in its own process before the loop,
-and face_models builds the resident engine there, so that the check is the engine's
-warm-up and the engine is built once per start. The ids are listed in docs/OPERATIONS.md.
+registered with deploy=True in FacesConfig.ready(). tables, face_models and thresholds
+are also tagged WORKER_START: run_worker runs them in its own process before the loop.
+They only check: the engine is built by the startup work FacesConfig.ready() registers,
+which run_worker runs once the checks passed. The ids are listed in docs/OPERATIONS.md.
 """
 
 import uuid
@@ -16,7 +16,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 
-from jobqueue.checks import DATABASE_SQL_FIX, failed, skip_without_database
+from jobqueue.api import DATABASE_SQL_FIX, failed, skip_without_database
 
 PROBE_PREFIX = "_worker_check/"
 STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"
@@ -94,22 +94,22 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
 
 
 def face_models(app_configs=None, **kwargs) -> list[CheckMessage]:
-    """Build the resident engine (once per process; kept for the worker's loop)."""
-    from faces.engines import resident_engine
+    """The model files and the provider the engine needs; the engine itself is built by the worker's
+    startup work (faces/apps.py), once, after this check passed."""
+    from faces.engines import check_models
     from faces.engines.base import ModelsMissing, ProviderUnavailable
 
     try:
-        engine = resident_engine()
+        pack, provider = check_models()
     except ModelsMissing as error:
         return failed("face_models", "faces.E005", str(error), hint="see docs/OPERATIONS.md, 'Face models'")
     except ProviderUnavailable as error:
         hint = "install requirements-gpu.txt and the driver on a GPU box, or set ORT_PROVIDERS=CPUExecutionProvider"
         return failed("face_models", "faces.E006", str(error), hint=hint)
-    pack = engine.pack
     checked = "sha256 checked" if pack.sha256 else "structure checked, no digest known"
     return [
         Info(
-            f"{engine.name} loaded on {engine.provider}: {pack.detector}, {pack.recognizer} ({checked})",
+            f"{pack.engine_name} on {provider}: {pack.detector}, {pack.recognizer} ({checked})",
             obj="face_models",
             id="faces.I004",
         )

@@ -1,8 +1,8 @@
 """What an app may use of the queue (the layer test holds every app to this module).
 
-Handlers and their registration, the context a handler runs with, the errors that say how a try
-ended, sending jobs from a job, the locks a handler holds until its commit, and the system-check
-helpers an app's own checks use.
+What an app registers (jobs, archive hooks, periodic tasks, startup work, /health fields), the
+context a handler runs with, the errors that say how a try ended, sending jobs from a job, the
+locks a handler holds until its commit, and the system-check helpers an app's own checks use.
 """
 
 from jobqueue.checks import DATABASE_SQL_FIX, WORKER, WORKER_START, failed, skip_without_database
@@ -11,7 +11,13 @@ from jobqueue.enqueue import enqueue, enqueue_unless_waiting, lock_fan_out
 from jobqueue.errors import MissingObject, PermanentJobError, RowGone
 from jobqueue.locks import hold_until_commit
 from jobqueue.messages import is_uuid
-from jobqueue.registry import register, register_archive_hook, register_health_field, register_periodic
+from jobqueue.registry import (
+    register,
+    register_archive_hook,
+    register_health_field,
+    register_periodic,
+    register_startup,
+)
 
 __all__ = [
     "DATABASE_SQL_FIX",
@@ -31,5 +37,6 @@ __all__ = [
     "register_archive_hook",
     "register_health_field",
     "register_periodic",
+    "register_startup",
     "skip_without_database",
 ]

@@ -12,6 +12,10 @@ messages when due, or only while the queue is empty (`idle_only`).
 A job registered `first=True` is read before ordinary messages (docs/ARCHITECTURE.md §4), and so is
 any message that says `"first": true` (a fan-out's, `jobqueue.enqueue.enqueue_unless_waiting`).
 
+Work a worker does once per start, in its own process after its start checks and before its
+loop, registers as startup work (the faces app: building the resident engine, so that no job
+pays for it and the engine is built once per start).
+
 A job may also register `on_archive(payload) -> int`: what its archive must undo
 or record (mark failed, unpublish an event). It runs inside the archive's transaction
 and returns how many rows it changed, for the log line. An app may register an
@@ -134,3 +138,16 @@ def register_health_field(name: str, value: Callable[[], object]) -> None:
 
 def health_fields() -> dict:
     return {name: value() for name, value in _health_fields.items()}
+
+
+# Work run_worker does once, before its loop: {name: work}, in registration order.
+_startup: dict[str, Callable[[], object]] = {}
+
+
+def register_startup(name: str, work: Callable[[], object]) -> None:
+    """`work()` runs once per worker start, after the start checks pass and before the first read."""
+    _startup[name] = work
+
+
+def startup_work() -> list[tuple[str, Callable[[], object]]]:
+    return list(_startup.items())

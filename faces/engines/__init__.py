@@ -5,8 +5,8 @@ import time
 
 from django.conf import settings
 
-from faces.engines.base import DetectedFace, FaceEngine
-from faces.engines.packs import pack_folder, pack_named
+from faces.engines.base import DetectedFace, FaceEngine, ProviderUnavailable
+from faces.engines.packs import ModelPack, pack_folder, pack_named
 
 log = logging.getLogger("faces.engines")
 
@@ -34,13 +34,33 @@ def build_engine(pack_name: str | None = None) -> FaceEngine:
     )
 
 
+def check_models() -> tuple[ModelPack, str]:
+    """What building the engine refuses first, found without building it: the configured pack's files
+    (present, and sha256-checked where a digest is known) and the providers onnxruntime must load.
+    ModelsMissing or ProviderUnavailable, else (the pack, the provider the engine will run on)."""
+    import onnxruntime
+
+    pack = pack_named(settings.FACE_MODEL_PACK)
+    for needed in (pack, pack.small_faces_from):
+        if needed is not None:
+            needed.files(pack_folder(needed, settings.FACE_MODEL_ROOT))
+    providers = list(settings.ORT_PROVIDERS or ["CPUExecutionProvider"])
+    available = onnxruntime.get_available_providers()
+    if missing := [provider for provider in providers if provider not in available]:
+        raise ProviderUnavailable(
+            f"ORT_PROVIDERS names {', '.join(missing)}, which this onnxruntime cannot load "
+            f"(it has {', '.join(available)})"
+        )
+    return pack, providers[0]
+
+
 def loaded_engine() -> dict | None:
     """What /health shows of the resident engine, once it is loaded."""
     return None if _resident is None else {"engine": _resident.name, "provider": _resident.provider}
 
 
 def resident_engine() -> FaceEngine:
-    """The process's engine, built on first use (the worker does that at startup)."""
+    """The process's engine, built on first use (the worker's startup work, registered in faces/apps.py)."""
     global _resident, loads
     if _resident is None:
         started = time.monotonic()

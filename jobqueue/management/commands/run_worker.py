@@ -4,12 +4,13 @@ import logging
 import os
 import signal
 import sys
+import time
 
 from django.conf import settings
 from django.core import checks
 from django.core.management.base import BaseCommand
 
-from jobqueue import reporting
+from jobqueue import registry, reporting
 from jobqueue.checks import WORKER_START
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.worker import StopNow, Worker, WorkerConfig, WorkerDied
@@ -37,11 +38,12 @@ class Command(BaseCommand):
         }
         try:
             start_checks()
+            run_startup_work()
             worker.run()
         except WorkerDied as died:
             log.error("worker_died", extra={"error": str(died).strip().splitlines()[0]})
             sys.exit(1)
-        except StopNow:  # a second signal while the start checks load the models
+        except StopNow:  # a second signal during the start checks or the startup work (the engine's build)
             log.warning("worker_abandon", extra={"outcome": "stopped_before_the_loop"})
         finally:
             for sig, handler in previous.items():
@@ -65,11 +67,24 @@ def start_health(state: WorkerState, port: int) -> HealthServer | None:
 
 
 def start_checks() -> None:
-    """The checks tagged worker_start (the apps register them: the faces app's builds its engine, once, to
-    keep), in this process before the loop. An Error stops the worker (exit 1); a Warning is logged."""
+    """The checks tagged worker_start (the apps register them: the faces app's check its models and
+    thresholds), in this process before the loop. An Error stops the worker (exit 1); a Warning is logged."""
     for message in checks.run_checks(tags=[WORKER_START], include_deployment_checks=True):
         if message.is_serious():
             log.error("worker_died", extra={"check": message.obj, "error": message.msg, "fix": message.hint})
             sys.exit(1)
         if message.level >= checks.WARNING:
             log.warning("check_warning", extra={"check": message.obj, "detail": message.msg, "fix": message.hint})
+
+
+def run_startup_work() -> None:
+    """The apps' startup work (registry.register_startup), in this process, once, after the checks passed
+    and before the loop. One that fails stops the worker (exit 1) with one line saying which and why."""
+    for name, work in registry.startup_work():
+        started = time.monotonic()
+        try:
+            work()
+        except Exception as error:  # any failure: the worker must not read without what its start built
+            log.error("worker_died", extra={"startup": name, "error": f"{type(error).__name__}: {error}"})
+            sys.exit(1)
+        log.info("startup_done", extra={"startup": name, "ms": round((time.monotonic() - started) * 1000)})
