@@ -9,7 +9,7 @@ import numpy as np
 from pgvector.django import CosineDistance
 
 from faces.models import Face, UnknownCluster
-from jobqueue.locks import hold_until_commit
+from jobqueue.api import hold_until_commit
 
 # The advisory lock namespace of an event's clusters ("MLCL"; jobqueue.locks).
 CLUSTER_LOCK = 0x4D4C434C

@@ -4,7 +4,8 @@
     momentlens (configuration) names the apps by string only.
 
 The faces app plugs into the queue through Django: its job modules are discovered
-(autodiscover_modules("jobs")) and its checks registered from its own ready().
+(autodiscover_modules("jobs")) and its checks registered from its own ready(). Of the queue it
+uses only jobqueue.api: registration, the context, the errors, enqueue, locks, check helpers.
 """
 
 import ast
@@ -35,15 +36,19 @@ ABOVE = {
 }
 
 
-def upward_imports(package: str) -> list[str]:
+def imports_in(package: str) -> list[tuple[str, str]]:
+    """(path:line, module) for every import in `package`."""
     files = sorted((ROOT / package).rglob("*.py"))
     assert files
     return [
-        f"{path.relative_to(ROOT)}:{line}: {module}"
+        (f"{path.relative_to(ROOT)}:{line}", module)
         for path in files
         for line, module in imported_modules(ast.parse(path.read_text(), filename=str(path)))
-        if module.split(".")[0] in ABOVE[package]
     ]
+
+
+def upward_imports(package: str) -> list[str]:
+    return [f"{where}: {module}" for where, module in imports_in(package) if module.split(".")[0] in ABOVE[package]]
 
 
 def test_jobqueue_imports_nothing_from_faces():
@@ -52,6 +57,19 @@ def test_jobqueue_imports_nothing_from_faces():
 
 def test_no_package_imports_one_above_it():
     assert {package: upward_imports(package) for package in ABOVE} == {package: [] for package in ABOVE}
+
+
+def queue_imports_beside_the_api(package: str) -> list[str]:
+    """Every import in `package` of a jobqueue module other than jobqueue.api."""
+    return [
+        f"{where}: {module}"
+        for where, module in imports_in(package)
+        if module.split(".")[0] == "jobqueue" and module != "jobqueue.api"
+    ]
+
+
+def test_faces_uses_the_queue_only_through_jobqueue_api():
+    assert queue_imports_beside_the_api("faces") == []
 
 
 def test_the_scan_sees_imports_inside_functions():

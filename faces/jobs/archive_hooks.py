@@ -8,7 +8,7 @@ archive's transaction, until a later job publishes it again.
 import uuid
 
 from faces.models import Photo
-from jobqueue.registry import register_archive_hook
+from jobqueue.api import register_archive_hook
 
 
 def unpublish_named_photo(payload: dict | None) -> int:

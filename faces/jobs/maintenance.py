@@ -3,7 +3,7 @@
 from django.conf import settings
 
 from faces.rendering.sweep import full_sweep, sweep_pending
-from jobqueue.registry import register_periodic
+from jobqueue.api import register_periodic
 
 # Photos whose after-commit sweep failed, between jobs too: a storage blip outlives its end
 # by at most this, however long the queue.

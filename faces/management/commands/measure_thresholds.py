@@ -33,7 +33,7 @@ from faces.engines import resident_engine
 from faces.geometry import iou
 from faces.media.still import Still
 from faces.thresholds import Thresholds
-from jobqueue.errors import PermanentJobError
+from jobqueue.api import PermanentJobError
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
 DEFAULT_CANDIDATES = "0.15,0.20,0.25,0.30,0.35,0.40,0.45,0.50,0.55,0.60"

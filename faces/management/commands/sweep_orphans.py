@@ -12,7 +12,7 @@ from django.db import connection
 from faces.management.ids import row_by_id
 from faces.models import Event
 from faces.rendering.sweep import sweep_storage
-from jobqueue.messages import is_uuid
+from jobqueue.api import is_uuid
 
 
 class Command(BaseCommand):
