@@ -38,7 +38,7 @@ class ReaderSession:
         # The slot this reader holds, once it holds one.
         self.slot: int | None = None
         self.lease = Lease()
-        # The loop's own cursor on that backend, reused for every read and delete.
+        # The loop's own cursor on that backend: every statement of the loop (reads, deletes, archives, metrics).
         self.cursor = None
 
     def take(self, deadline: float) -> bool:
