@@ -38,7 +38,10 @@ photo may be handled by two readers at once (invariant 6).
 
 Usage: python bench/chaos.py --seed N [--photos-per-event 20] [--events 4] [--faults 14]
            [--sweep-retry-s 5] [--full-sweep-s 30] [--readers 1] [--visibility-s 6]
-The reduced form runs in the test suite (tests/test_chaos.py).
+           [--report PATH] [--keep DIR]
+--report writes the findings as JSON (invariants by name, faults, archived reasons, figures); with --keep, the
+same goes to DIR/report.json. The code is in tests/chaos/; the reduced form runs in the test suite
+(tests/test_chaos.py).
 """
 
 import argparse
@@ -50,10 +53,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.chaos_harness import Chaos, ChaosConfig  # noqa: E402
+from tests.chaos.config import ChaosConfig  # noqa: E402
+from tests.chaos.run import run_chaos  # noqa: E402
 
 
-def main() -> int:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--events", type=int, default=4)
@@ -69,10 +73,16 @@ def main() -> int:
         default=6,
         help="with --readers > 1, the workers' WORKER_VISIBILITY_TIMEOUT_S (a killed reader's message comes back)",
     )
-    parser.add_argument("--keep", type=Path, help="keep the run's folder (logs, data) here")
+    parser.add_argument("--keep", type=Path, help="keep the run's folder (logs, data, report.json) here")
+    parser.add_argument("--report", type=Path, help="write the JSON report here")
     args = parser.parse_args()
     if args.readers < 1 or args.visibility_s < 1:
         parser.error("--readers and --visibility-s must be at least 1")
+    return args
+
+
+def main() -> int:
+    args = arguments()
     config = ChaosConfig(
         seed=args.seed,
         events=args.events,
@@ -87,11 +97,15 @@ def main() -> int:
     started = time.monotonic()
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
-        report = Chaos(config, args.keep).run()
+        report = run_chaos(config, args.keep)
     else:
         with tempfile.TemporaryDirectory(prefix="chaos-") as folder:
-            report = Chaos(config, Path(folder)).run()
-    print(report.table(seconds=time.monotonic() - started))
+            report = run_chaos(config, Path(folder))
+    seconds = time.monotonic() - started
+    for path in [args.report] + ([args.keep / "report.json"] if args.keep else []):
+        if path is not None:
+            report.write_json(path, seconds)
+    print(report.table(seconds))
     return 0 if report.violations == 0 else 1
 
 

@@ -1,0 +1,78 @@
+"""The fifteen invariants a chaos run must keep, and the check of each once the run is over."""
+
+import enum
+from collections import Counter
+
+
+class Invariant(enum.Enum):
+    """Each invariant; its value is the row the table prints."""
+
+    MESSAGES_ENDED = "1. every message deleted or archived, with a reason"
+    DNP_FACES_BLURRED = "2. no DNP face left unblurred in a published file"
+    EDGE_CUT_FACES_BLURRED = "2. no DNP face cut by the image edge left unblurred to that edge"
+    CLIPS_RENDERED = "2. no multi-frame upload published as itself"
+    ONE_PICTURE_PER_STILL = "2. no published still carries more than the one picture it shows"
+    NO_HIDDEN_DNP_FACE = "2. no picture in a published still's bytes shows a DNP face"
+    HIDDEN_FROM_COMMIT = "2. from the hide's commit, no photo public with the changed member's face unblurred"
+    FILES_BEFORE_PUBLISHING = "2. no photo published before its files existed"
+    ROW_KEYS_EXIST = "3. every key a row points at exists"
+    NO_ORPHAN_LEFT = "3. no orphan left after the workers' own sweeps"
+    UPLOADS_UNCHANGED = "3. no upload object modified or deleted"
+    NAMED_OBJECTS_KEPT = "3. no object a committed row names replaced by another try"
+    OUTCOMES_MATCH = "4. archived photos unpublished, completed ones with N+1 files"
+    WORKER_ALIVE = "5. worker alive (no exit the harness did not cause)"
+    ONE_READER_AT_A_TIME = "6. no photo handled by two readers at once"
+
+
+def check_invariants(chaos) -> None:
+    """Every invariant, in the table's order, from the rows, the bucket, the workers' lines and the monitors."""
+    from django.db import connection
+
+    from tests.chaos import blur_checks, clip_checks, hide_checks, reader_checks, still_checks, storage_checks
+    from tests.chaos.storage import storage_snapshot
+    from tests.chaos.worker_logs import worker_log_lines
+
+    connection.close()
+    lines = worker_log_lines([worker.log for worker in chaos.fleet.workers])
+    count_jobs(chaos, lines)
+    snapshot = storage_snapshot(chaos.services)
+    checks = {
+        Invariant.MESSAGES_ENDED: lambda: unended_messages(chaos),
+        Invariant.DNP_FACES_BLURRED: lambda: blur_checks.unblurred_stills(chaos) + blur_checks.unblurred_clips(chaos),
+        Invariant.EDGE_CUT_FACES_BLURRED: lambda: blur_checks.unblurred_edge_cuts(chaos),
+        Invariant.CLIPS_RENDERED: lambda: clip_checks.media_published_as_itself(chaos, snapshot),
+        Invariant.ONE_PICTURE_PER_STILL: lambda: still_checks.extra_pictures(chaos),
+        Invariant.NO_HIDDEN_DNP_FACE: lambda: still_checks.hidden_dnp_faces(chaos),
+        Invariant.HIDDEN_FROM_COMMIT: lambda: hide_checks.exposed_after_hide(chaos, lines),
+        Invariant.FILES_BEFORE_PUBLISHING: lambda: chaos.watch.early_publications,
+        Invariant.ROW_KEYS_EXIST: lambda: storage_checks.missing_row_keys(chaos),
+        Invariant.NO_ORPHAN_LEFT: lambda: storage_checks.orphans_left(chaos, snapshot),
+        Invariant.UPLOADS_UNCHANGED: lambda: storage_checks.changed_uploads(chaos),
+        Invariant.NAMED_OBJECTS_KEPT: lambda: storage_checks.replaced_named(chaos, snapshot),
+        Invariant.OUTCOMES_MATCH: lambda: storage_checks.outcome_mismatches(chaos, lines),
+        Invariant.WORKER_ALIVE: lambda: len(chaos.fleet.unexpected_exits),
+        Invariant.ONE_READER_AT_A_TIME: lambda: reader_checks.readers_at_once(chaos, lines),
+    }
+    for invariant, check in checks.items():
+        chaos.report.invariants[invariant] = check()
+    chaos.report.abandoned_waits = reader_checks.abandoned_waits(chaos, lines)
+    chaos.report.notes += [storage_checks.sweep_summary(lines), clip_checks.media_summary(chaos, lines)]
+
+
+def count_jobs(chaos, lines: list[dict]) -> None:
+    """Tries retried and jobs handled, from the workers' lines."""
+    events = Counter(fields["event"] for fields in lines)
+    chaos.report.retries = events["job_retry"]
+    chaos.report.handled = events["job_done"] + events["job_archived"]
+
+
+def unended_messages(chaos) -> int:
+    """Messages still queued, and archived ones without a reason; the archived ones counted by reason."""
+    with chaos.services.db() as conn:
+        left = conn.execute("SELECT count(*) FROM pgmq.q_jobs").fetchone()[0]
+        unexplained = conn.execute(
+            "SELECT count(*) FROM pgmq.a_jobs WHERE headers->>'archived_reason' IS NULL"
+        ).fetchone()[0]
+        reasons = conn.execute("SELECT headers->>'archived_reason', count(*) FROM pgmq.a_jobs GROUP BY 1").fetchall()
+    chaos.report.archived = Counter(dict(reasons))
+    return left + unexplained

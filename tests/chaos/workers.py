@@ -1,0 +1,80 @@
+"""The worker processes: `manage.py run_worker` as systemd runs it, restarted when one exits."""
+
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jobqueue.logfmt import parse
+from tests.chaos.services import Services
+
+
+@dataclass
+class WorkerProcess:
+    process: object  # subprocess.Popen
+    log: Path
+    expected_exit: str | None = None  # "kill" or "term" once the harness acts on it
+
+    @property
+    def name(self) -> str:
+        return self.log.name
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def lock_backend(self) -> int | None:
+        """The backend pid of its reader slot (its last `queue_lock outcome=taken`), which its heartbeat names."""
+        taken = [
+            fields["backend_pid"]
+            for fields in map(parse, self.log.read_text(errors="replace").splitlines())
+            if fields.get("event") == "queue_lock" and fields.get("outcome") == "taken"
+        ]
+        return int(taken[-1]) if taken else None
+
+    def terminate(self) -> None:
+        self.expected_exit = "term"
+        self.process.send_signal(signal.SIGTERM)
+
+
+@dataclass
+class Fleet:
+    """Every worker started, the readers now (one per reader slot of the run), and exits the harness did not cause."""
+
+    services: Services
+    workers: list[WorkerProcess] = field(default_factory=list)
+    readers: list[WorkerProcess] = field(default_factory=list)
+    unexpected_exits: list[str] = field(default_factory=list)
+
+    def start_worker(self) -> WorkerProcess:
+        log = self.services.folder / f"worker-{len(self.workers) + 1}.log"
+        worker = WorkerProcess(self.services.manage(log, "run_worker", "--health-port", "0"), log)
+        self.workers.append(worker)
+        return worker
+
+    def start_readers(self, count: int) -> None:
+        self.readers = [self.start_worker() for _ in range(count)]
+
+    def replace(self, gone: WorkerProcess) -> None:
+        self.readers = [self.start_worker() if reader is gone else reader for reader in self.readers]
+
+    def restart_if_dead(self) -> None:
+        """Each reader that exited is replaced by a new worker (systemd's part)."""
+        for worker in self.workers:
+            code = worker.process.poll()
+            if code is not None and worker.expected_exit is None:
+                worker.expected_exit = f"unexpected exit {code}"
+                self.unexpected_exits.append(f"{worker.name} exited {code} on its own")
+        self.readers = [reader if reader.alive() else self.start_worker() for reader in self.readers]
+
+    def stop(self) -> None:
+        """SIGTERM to each worker still running: each must exit 0."""
+        for worker in self.workers:
+            if worker.alive():
+                worker.terminate()
+                code = worker.process.wait(120)
+                if code != 0:
+                    self.unexpected_exits.append(f"{worker.name} exited {code} on SIGTERM")
+
+    def kill_all(self) -> None:
+        for worker in self.workers:
+            if worker.alive():
+                worker.process.kill()
