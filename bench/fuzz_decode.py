@@ -34,7 +34,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
 os.environ.setdefault("OPENCV_LOG_LEVEL", "SILENT")
 warnings.simplefilter("ignore")
 
-with atheris.instrument_imports(include=["jobqueue", "faces.images", "PIL", "json", "uuid"]):
+with atheris.instrument_imports(include=["jobqueue", "faces.media", "PIL", "json", "uuid"]):
     import django
 
     django.setup()
@@ -45,7 +45,7 @@ with atheris.instrument_imports(include=["jobqueue", "faces.images", "PIL", "jso
     Image.init()  # Pillow imports its format plugins lazily: import them here, instrumented
 
     import faces.jobs  # noqa: F401  (registers the real handlers)
-    from faces.images import MAX_PIXELS
+    from faces.media.limits import MAX_PIXELS
     from faces.media.still import Still
     from jobqueue import messages
     from jobqueue.errors import PermanentJobError

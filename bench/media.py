@@ -290,7 +290,7 @@ def todays_plan():
     import math
 
     from faces.engines.pyramid import Plan
-    from faces.media import path
+    from faces.media import clip_detection
     from faces.media.motion import Change
 
     def fixed_budget(width: int, height: int, *, deep: bool = False) -> Plan:
@@ -302,8 +302,8 @@ def todays_plan():
             return Change()
 
     with (
-        mock.patch.object(path, "video_frame_plan", fixed_budget),
-        mock.patch.object(path, "MotionWatch", Blind),
+        mock.patch.object(clip_detection, "video_frame_plan", fixed_budget),
+        mock.patch.object(clip_detection, "MotionWatch", Blind),
     ):
         yield
 
@@ -336,10 +336,10 @@ class Run:
 def painters_for(clip, found, paint_cell: list[float]):
     """As render_clip_and_publish builds them: the public file blurs one DNP member's track (the
     longest), that member's own file blurs none. Returns (painters, track count)."""
-    from faces.media import path
+    from faces.detection import face_row
     from faces.models import Photo
-    from faces.recognition import face_row
     from faces.rendering.files import PlannedFile
+    from faces.rendering.painters import BlurPainter, clip_tracks
 
     photo = Photo(id=uuid.uuid4(), event_id=uuid.uuid4(), uploader_id=uuid.uuid4())
     rows = []
@@ -347,12 +347,10 @@ def painters_for(clip, found, paint_cell: list[float]):
         row = face_row(photo, face, clip.width, clip.height)
         row.frame_time, row.track = when, track
         rows.append(row)
-    tracks = path.clip_tracks(rows, clip)
+    tracks = clip_tracks(rows, clip)
     dnp = max(tracks, key=lambda number: len(tracks[number].times)) if tracks else None
     planned = [PlannedFile(None, [row for row in rows if row.track == dnp]), PlannedFile(uuid.uuid4(), [])]
-    painters = [
-        TimedPainter(path.BlurPainter.of(file, tracks, [], clip.width, clip.height), paint_cell) for file in planned
-    ]
+    painters = [TimedPainter(BlurPainter.of(file, tracks, [], clip.width, clip.height), paint_cell) for file in planned]
     return painters, len(tracks)
 
 
@@ -379,14 +377,14 @@ class TimedPainter:
 def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int, list, dict]:
     """Open, detect and render one clip as faces/media/path.py does, timing each stage:
     (clip, detections, track count, rendered files, the stages' seconds and analyze's calls)."""
-    from faces.media import path
+    from faces.media.clip_detection import detect_clip
 
     analyze, paint = [0.0, 0], [0.0]
     began = time.perf_counter()
     clip = open_clip(data)
     opened = time.perf_counter()
     with timed_method(engine, "analyze", analyze):
-        found = path.detect_clip(clip, engine)
+        found = detect_clip(clip, engine)
     detected = time.perf_counter()
     painters, tracks = painters_for(clip, found, paint)
     files = clip.render(painters)
@@ -640,13 +638,13 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int):
 
 
 def covered_frames(data: bytes, truth: list, engine) -> dict:
-    from faces.media import path
+    from faces.media.clip_detection import detect_clip
     from faces.media.tracks import tracks_of
     from faces.media.video import Video
     from faces.rendering.blur import FACE_EXPANSION
 
     clip = Video(data)
-    found = path.detect_clip(clip, engine)
+    found = detect_clip(clip, engine)
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     tracks = tracks_of([(track, time, face.box / scale) for time, track, face in found])
     tally: dict[str, list[int]] = {}

@@ -21,7 +21,7 @@ from django.db import connection
 from faces import thresholds
 from faces.matching import Candidates
 from faces.models import EventMember, Face, Photo
-from faces.recognition import match_of
+from faces.photo_matching import match_of
 from faces.rendering.files import plan_of
 
 # Published photos of an event (1) with a face of an engine (2) whose box lies within an edge fraction (3)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import faces.jobs  # noqa: F401  (registers the real handlers)
-from faces.images import MAX_PIXELS
+from faces.media.limits import MAX_PIXELS
 from faces.media.still import Still
 from jobqueue import messages, registry
 from jobqueue.errors import PermanentJobError

@@ -4,27 +4,25 @@ import logging
 
 from django.db import transaction
 
+from faces import media
+from faces.detection import detect_and_store
 from faces.exposure import hide_exposed
-from faces.images import MediaKind, media_kind
-from faces.matching import PhotoMatch
-from faces.media.path import detect_and_store_clip, open_clip, render_clip_and_publish
-from faces.media.still import Still
+from faces.media import Media, MediaKind
+from faces.media.media import Checkpoint
 from faces.models import Event, EventMember, Photo
-from faces.recognition import cluster_faces, detect_and_store, match_faces
+from faces.photo_clustering import cluster_faces
+from faces.photo_matching import match_faces
 from faces.rendering.files import plan_of, render_and_publish
 from faces.rendering.sweep import sweep_after_commit
 from faces.storage_io import read_object
-from jobqueue.api import JobContext
-from jobqueue.enqueue import enqueue_unless_waiting, lock_fan_out
-from jobqueue.errors import RowGone
-from jobqueue.registry import register
+from jobqueue.api import JobContext, RowGone, enqueue_unless_waiting, lock_fan_out, register
 
 log = logging.getLogger("faces.jobs")
 
 
 @register("face_process", id_field="photo_id")
 def face_process(payload: dict, ctx: JobContext) -> dict:
-    return face_path(locked_photo(payload["photo_id"]))
+    return face_path(locked_photo(payload["photo_id"]), ctx.checkpoint)
 
 
 @register("thumbnail_dims", id_field="photo_id")
@@ -35,17 +33,15 @@ def thumbnail_dims(payload: dict, ctx: JobContext) -> dict:
         return {"detail": "already_rendered", "files": 0}
     if has_active_dnp_member(photo.event_id):
         # An unblurred publish could show a DNP face: fail closed, take the face path.
-        return {**face_path(photo), "detail": "dnp_member_present"}
-    data = read_object(photo.upload_key)
-    kind = media_kind(data)
-    if kind is not MediaKind.IMAGE:
+        return {**face_path(photo, ctx.checkpoint), "detail": "dnp_member_present"}
+    upload = media.open(read_object(photo.upload_key))
+    if upload.kind is not MediaKind.IMAGE:
         # Never published as itself: a clip is always rendered, frame by frame, from its faces.
-        return {**face_path(photo, data, kind), "detail": "multi_frame"}
+        return {**face_path(photo, ctx.checkpoint, upload), "detail": "multi_frame"}
     # Blur regions, or more in the bytes than one plain picture, give rendered files; else the upload is public.
-    still = Still(data)
-    files = render_and_publish(photo, still, None)
+    files = render_and_publish(photo, upload, None, ctx.checkpoint)
     _sweep_after_commit(photo)
-    return {"files": files, **_rendered_because(still)}
+    return {"files": files, **_rendered_because(upload)}
 
 
 @register("reprocess", id_field="photo_id")
@@ -54,14 +50,14 @@ def reprocess(payload: dict, ctx: JobContext) -> dict:
     # The face path re-matches the stored faces and never detects again; the one photo it
     # detects on is one published without any face pass (thumbnail_dims): its first and only.
     if photo.faces_detected_at is None:
-        return {**face_path(photo), "detail": "first_detection"}
+        return {**face_path(photo, ctx.checkpoint), "detail": "first_detection"}
     if photo.processed_at is not None:
         # A published photo whose files would not change is not rendered again: its matches are recorded.
         match = match_faces(photo, (photo.width, photo.height))
         if plan_of(photo, match) == photo.render_plan:
             cluster_faces(match)
             return {"faces": len(match.faces) if match else 0, "files": 0, "detail": "unchanged"}
-    return face_path(photo)
+    return face_path(photo, ctx.checkpoint)
 
 
 def unpublish_event(payload: dict) -> int:
@@ -96,43 +92,27 @@ def reprocess_event(payload: dict, ctx: JobContext) -> dict:
     return {"hidden": len(hidden), "enqueued": first + sent, "already_waiting": len(rest) - sent}
 
 
-def face_path(photo: Photo, data: bytes | None = None, kind: MediaKind | None = None) -> dict:
-    """Detect (unless faces are already stored), match, render, publish, cluster; a still or a clip
-    (an animated image or a video: faces/media/), decided from the upload's bytes.
+def face_path(photo: Photo, checkpoint: Checkpoint, upload: Media | None = None) -> dict:
+    """Detect (unless faces are already stored), match, render, publish, cluster: one sequence for a still,
+    an animated image or a video (faces/media/), opened from the upload's bytes. `checkpoint` is the try's
+    (jobqueue/context.py): called between tiles and frames, and before the uploads.
 
     Clustering comes last: it holds its event's lock until the commit (docs/ARCHITECTURE.md §6), and
     nothing before it depends on the clusters.
     """
-    data = read_object(photo.upload_key) if data is None else data
-    kind = media_kind(data) if kind is None else kind
-    if kind is MediaKind.IMAGE:
-        still = Still(data)
-        (files, match), why = still_path(photo, still), _rendered_because(still)
-    else:
-        (files, match), why = clip_path(photo, data, kind), {}
+    upload = media.open(read_object(photo.upload_key)) if upload is None else upload
+    if photo.faces_detected_at is None:
+        detect_and_store(photo, upload, checkpoint)
+    match = match_faces(photo, (upload.width, upload.height))
+    files = render_and_publish(photo, upload, match, checkpoint)
     cluster_faces(match)
     _sweep_after_commit(photo)
-    return {"faces": len(match.faces) if match else 0, "files": files, **why}
+    return {"faces": len(match.faces) if match else 0, "files": files, **_rendered_because(upload)}
 
 
-def still_path(photo: Photo, still: Still) -> tuple[int, PhotoMatch | None]:
-    if photo.faces_detected_at is None:
-        detect_and_store(photo, still.image)
-    match = match_faces(photo, (still.width, still.height))
-    return render_and_publish(photo, still, match), match
-
-
-def clip_path(photo: Photo, data: bytes, kind: MediaKind) -> tuple[int, PhotoMatch | None]:
-    clip = open_clip(data, kind)
-    if photo.faces_detected_at is None:
-        detect_and_store_clip(photo, clip, data)
-    match = match_faces(photo, (clip.width, clip.height))
-    return render_clip_and_publish(photo, clip, match), match
-
-
-def _rendered_because(still: Still) -> dict:
-    """For the job's log line: why a still's public file is rendered rather than its upload."""
-    why = still.why_rendered()
+def _rendered_because(upload: Media) -> dict:
+    """For the job's log line: why a still's public file is rendered rather than its upload (a clip's: no line)."""
+    why = upload.why_rendered()
     return {"rendered_because": "; ".join(why)} if why else {}
 
 

@@ -12,10 +12,7 @@ from faces.exposure import hide_exposed
 from faces.media.still import Still
 from faces.models import EventMember, SubjectReference
 from faces.storage_io import read_object
-from jobqueue.api import JobContext
-from jobqueue.enqueue import enqueue, enqueue_unless_waiting
-from jobqueue.errors import RowGone
-from jobqueue.registry import register
+from jobqueue.api import JobContext, RowGone, enqueue, enqueue_unless_waiting, register
 
 # The dominant face's area is at least this many times the next face's.
 DOMINANCE = 2.0

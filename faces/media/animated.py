@@ -9,15 +9,16 @@ so a face drawn in the alpha channel is seen, and the output is opaque.
 
 import contextlib
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import cv2
 import numpy as np
 from PIL import Image
 
-from faces.images import MediaKind
 from faces.media import limits
-from faces.media.clip import Clip, Painter, RenderedFile, never_stop, poster
+from faces.media.clip import Clip
+from faces.media.kinds import MediaKind
+from faces.media.media import Checkpoint, Painter, RenderedFile, never_stop, poster
 from faces.media.still import over_white
 
 WEBP_QUALITY = 85
@@ -33,12 +34,12 @@ class AnimatedImage(Clip):
         with _opened(data) as image:
             self.width, self.height = image.size
             count = image.n_frames
-            limits.check(frames=count, duration_s=0, width=self.width, height=self.height, held_in_memory=True)
+            limits.check_clip(frames=count, duration_s=0, width=self.width, height=self.height, held_in_memory=True)
             self.durations_ms = [_duration(image, index) for index in range(count)]
             # A GIF without a loop extension plays once; WebP and APNG say 0 (forever) when they loop.
             self.loop = int(image.info.get("loop", 1 if image.format == "GIF" else 0))
         self.duration_ms = sum(self.durations_ms)
-        limits.check(frames=count, duration_s=self.duration_ms / 1000, width=self.width, height=self.height)
+        limits.check_clip(frames=count, duration_s=self.duration_ms / 1000, width=self.width, height=self.height)
         self.frame_count = count
         starts = np.cumsum([0, *self.durations_ms[:-1]])
         self.frame_times = [float(start) / 1000 for start in starts]
@@ -47,12 +48,12 @@ class AnimatedImage(Clip):
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
             yield time, cv2.cvtColor(over_white(rgba), cv2.COLOR_RGB2BGR)
 
-    def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
+    def render(self, painters: list[Painter], between_frames: Checkpoint = never_stop) -> list[RenderedFile]:
         # One output at a time: the source frames are decoded again for each, so memory holds
         # one rendered animation, not N+1 of them.
         return [self._render_one(painter, between_frames) for painter in painters]
 
-    def _render_one(self, painter: Painter, between_frames: Callable[[], None]) -> RenderedFile:
+    def _render_one(self, painter: Painter, between_frames: Checkpoint) -> RenderedFile:
         out, first, previous = [], None, None
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
             between_frames()

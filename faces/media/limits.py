@@ -1,8 +1,28 @@
-"""How much of a clip the worker takes on: settings, checked before any frame is decoded."""
+"""How much of an upload the worker takes on, and every refusal of one: checked before any pixel is decoded.
+
+A refusal is a PermanentJobError: the job is archived with its `reason`, never retried.
+"""
 
 from django.conf import settings
 
-from jobqueue.errors import PermanentJobError
+from jobqueue.api import PermanentJobError
+
+# Larger than any camera's still (a 100 MP medium-format frame), far below a
+# decompression bomb: a 20,000 x 20,000 image would need 1.2 GB as BGR.
+MAX_PIXELS = 120_000_000
+MAX_BYTES = 80 * 1024 * 1024
+
+
+class UndecodableImage(PermanentJobError):
+    reason = "undecodable_image"
+
+
+class ImageTooLarge(PermanentJobError):
+    reason = "image_too_large"
+
+
+class UnsupportedMedia(PermanentJobError):
+    reason = "unsupported_media"
 
 
 class MediaTooLarge(PermanentJobError):
@@ -13,7 +33,32 @@ class UndecodableMedia(PermanentJobError):
     reason = "undecodable_media"
 
 
-def check(*, frames: int, duration_s: float, width: int, height: int, held_in_memory: bool = False) -> None:
+def most_upload_bytes() -> int:
+    """MEDIA_MAX_UPLOAD_BYTES: more than this is never read into memory (faces/storage_io.py)."""
+    return settings.MEDIA_MAX_UPLOAD_BYTES
+
+
+def check_upload(key: str, size: int) -> None:
+    """Raise MediaTooLarge for an object larger than MEDIA_MAX_UPLOAD_BYTES."""
+    limit = most_upload_bytes()
+    if size > limit:
+        raise MediaTooLarge(f"{key} is larger than MEDIA_MAX_UPLOAD_BYTES ({limit} bytes)")
+
+
+def check_still_bytes(size: int) -> None:
+    if size > MAX_BYTES:
+        raise ImageTooLarge(f"{size} bytes, limit {MAX_BYTES}")
+
+
+def check_still(width: int, height: int) -> None:
+    """Raise UndecodableImage for an empty picture, ImageTooLarge for one beyond MAX_PIXELS."""
+    if width <= 0 or height <= 0:
+        raise UndecodableImage(f"image of size {width}x{height}")
+    if width * height > MAX_PIXELS:
+        raise ImageTooLarge(f"{width}x{height} is {width * height} pixels, limit {MAX_PIXELS}")
+
+
+def check_clip(*, frames: int, duration_s: float, width: int, height: int, held_in_memory: bool = False) -> None:
     """Raise MediaTooLarge, naming the setting, for a clip beyond any limit."""
     beyond = []
     if frames > settings.MEDIA_MAX_FRAMES:
@@ -29,3 +74,9 @@ def check(*, frames: int, duration_s: float, width: int, height: int, held_in_me
         raise UndecodableMedia(f"{frames} frames of {width}x{height}")
     if beyond:
         raise MediaTooLarge("; ".join(beyond))
+
+
+def check_frame(width: int, height: int) -> None:
+    """A decoded frame larger than its header said (a resolution change mid-stream)."""
+    if width * height > settings.MEDIA_MAX_FRAME_PIXELS:
+        raise MediaTooLarge(f"a {width}x{height} frame > MEDIA_MAX_FRAME_PIXELS")

@@ -6,7 +6,7 @@ goes within 0.2 s, one hidden on every look frame, one blurred by its own motion
 of them changes the picture where it is. So every frame between looks is compared with the one before it
 on a small grey copy (a quarter of the frame's side): after the camera's own shift is taken out (phase
 correlation), the places that changed are the only places a face can have come into view, and only those
-are searched, at the look's own scale, but where a person seen in the last 0.2 s is (faces/media/path.py:
+are searched, at the look's own scale, but where a person seen in the last 0.2 s is (faces/media/clip_detection.py:
 their face, grown to a body's size): their motion is theirs, and their face is covered by its track.
 
 A hard cut changes the whole picture at once: it starts a new scene, whose faces are never linked to the

@@ -14,17 +14,28 @@ What a viewer sees is what the worker looks at (docs/ARCHITECTURE.md §5, rule 4
 PNG (faces/media/attachments.py) with no orientation and no transparency that changes what
 it shows. Anything else is never published as itself: its public file is rendered from
 `image`, so the published bytes hold exactly what the worker saw.
+
+Only one picture will do: a multi-frame upload opened as a still (a reference selfie) is refused with
+`unsupported_media`, since rendering it from its first frame would show every face in the frames the
+worker never looked at.
 """
 
+import contextlib
 import io
+from collections.abc import Iterator
 from functools import cached_property
 
 import cv2
 import numpy as np
 from PIL import Image
 
-from faces.images import MAX_BYTES, MAX_PIXELS, ImageTooLarge, MediaKind, UndecodableImage, image_header
+from faces.engines import FaceEngine
+from faces.media import limits
 from faces.media.attachments import ORIENTATION_TAG, attachments
+from faces.media.kinds import MediaKind, image_header, is_multi_frame, video_container
+from faces.media.media import Checkpoint, Detection, Media, Painter, RenderedFile, never_stop, poster
+from faces.rendering.codec import encode_jpeg
+from faces.rendering.painters import BlurPainter
 
 # Formats decoded through Pillow (pillow-heif and Pillow's AVIF plugin); OpenCV decodes the rest.
 PILLOW_FORMATS = {"HEIF", "AVIF"}
@@ -43,23 +54,20 @@ TURNED_SIDEWAYS = {5, 6, 7, 8}
 BACKGROUND = 255.0
 
 
-class Still:
+class Still(Media):
     """Read from its header at once (size, limits, orientation, attachments); decoded on first use."""
 
     kind = MediaKind.IMAGE
+    extension = "jpg"
+    duration_ms = None
 
     def __init__(self, data: bytes):
-        if len(data) > MAX_BYTES:
-            raise ImageTooLarge(f"{len(data)} bytes, limit {MAX_BYTES}")
-        with image_header(data, single_picture=True) as header:
+        limits.check_still_bytes(len(data))
+        with _single_picture(data) as header:
             stored_width, stored_height = header.size
             self.format = header.format
             self.orientation = _orientation(header)
-        if stored_width <= 0 or stored_height <= 0:
-            raise UndecodableImage(f"image of size {stored_width}x{stored_height}")
-        if stored_width * stored_height > MAX_PIXELS:
-            pixels = stored_width * stored_height
-            raise ImageTooLarge(f"{stored_width}x{stored_height} is {pixels} pixels, limit {MAX_PIXELS}")
+        limits.check_still(stored_width, stored_height)
         self._data = data
         self._stored_size = (stored_height, stored_width)
         sideways = self.orientation in TURNED_SIDEWAYS
@@ -68,13 +76,23 @@ class Still:
         self.attachments = attachments(data, self.format)
         self._transparent = False
 
+    @classmethod
+    def of_pixels(cls, image: np.ndarray) -> "Still":
+        """A still whose pixels are already decoded and upright, with nothing else in its bytes (tests and
+        benches detect on pictures they made)."""
+        still = cls.__new__(cls)
+        still.image = image  # the cached property, filled
+        still.height, still.width = image.shape[:2]
+        still.attachments, still._transparent = [], False
+        return still
+
     @cached_property
     def image(self) -> np.ndarray:
         """BGR uint8, as a viewer sees it: upright, transparency on white, the primary picture."""
         pixels = _decoded(self._data, self.format)
         if pixels is None or pixels.shape[:2] != self._stored_size:
             height, width = self._stored_size
-            raise UndecodableImage(f"the {width}x{height} image header promises pixels that do not decode")
+            raise limits.UndecodableImage(f"the {width}x{height} image header promises pixels that do not decode")
         if pixels.shape[2] == 4:
             pixels = self._flattened(pixels)
         turn = TO_DISPLAY.get(self.orientation)
@@ -94,9 +112,44 @@ class Still:
             return []
         return self.attachments or ["transparency that hides or changes what a viewer sees"]
 
+    def frames(self) -> Iterator[tuple[float, np.ndarray]]:
+        yield 0.0, self.image
+
+    @property
+    def detection_key(self) -> np.ndarray:
+        return self.image
+
+    def detect(self, engine: FaceEngine, between: Checkpoint) -> list[Detection]:
+        """The whole picture searched at once; `between` runs between the detector's tiles (48 MP take 9 s)."""
+        return [(None, None, face) for face in engine.analyze(self.image, between=between)]
+
+    def painters(self, planned: list, faces: list, regions: list) -> list[Painter]:
+        return [BlurPainter.of_still(file, regions, self.width, self.height) for file in planned]
+
+    def render(self, painters: list[Painter], between_frames: Checkpoint = never_stop) -> Iterator[RenderedFile]:
+        """A JPEG and its thumbnail per painter, each rendered when the one before is taken: its upload
+        overlaps the next render (faces/rendering/files.py). One frame: the checkpoint before the uploads
+        (publish_files) is the render's."""
+        for painter in painters:
+            out = self.image.copy()
+            painter(0.0, out)
+            yield RenderedFile(encode_jpeg(out), poster(out))
+
     def _flattened(self, bgra: np.ndarray) -> np.ndarray:
         self._transparent = bool(bgra[..., 3].min() < 255)
         return over_white(bgra)
+
+
+@contextlib.contextmanager
+def _single_picture(data: bytes) -> Iterator[Image.Image]:
+    """The image's header; a video container or a multi-frame image is refused: unsupported_media."""
+    container = video_container(data)
+    if container:
+        raise limits.UnsupportedMedia(f"a video container ({container}), where only a still will do")
+    with image_header(data) as header:
+        if is_multi_frame(header):
+            raise limits.UnsupportedMedia(f"a {header.format} with more than one frame, where only a still will do")
+        yield header
 
 
 def over_white(pixels: np.ndarray) -> np.ndarray:

@@ -14,18 +14,18 @@ from the same decoded frame.
 
 import io
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
 
 import av
 import cv2
 import numpy as np
-from django.conf import settings
 
-from faces.images import MediaKind
 from faces.media import limits
-from faces.media.clip import Clip, Painter, RenderedFile, never_stop, poster
+from faces.media.clip import Clip
+from faces.media.kinds import MediaKind
+from faces.media.media import Checkpoint, Painter, RenderedFile, never_stop, poster
 
 # x264: "veryfast" is the speed the 4x-real-time goal allows on two cores (bench/media.py);
 # CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
@@ -58,7 +58,7 @@ class Video(Clip):
         self._frame_s = float(1 / self._rate)
         self.frame_count = len(stamps)
         self.duration_ms = round((self._seconds(stamps[-1]) + self._frame_s) * 1000)
-        limits.check(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
+        limits.check_clip(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
         # Phones record the sensor's way up and say how to turn it (the display matrix). The frames
         # are turned upright before anything looks at them (a face on its side is not detected),
         # and the outputs are written upright, with no matrix.
@@ -67,7 +67,7 @@ class Video(Clip):
         # Every frame is shown at the first frame's size (a resolution change mid-stream is scaled to it).
         self._size = (first.width, first.height)
         width, height = self._size
-        limits.check(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
+        limits.check_clip(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
         self.width, self.height = (height, width) if self._rotation in (90, 270) else (width, height)
         # Frames with nothing to blur skip the BGR round trip, unless they need turning or padding.
         self._as_decoded = self._rotation == 0 and width % 2 == 0 and height % 2 == 0
@@ -98,8 +98,7 @@ class Video(Clip):
         raise limits.UndecodableMedia("the video stream decoded to no frame")
 
     def _upright(self, frame: av.VideoFrame) -> np.ndarray:
-        if frame.width * frame.height > settings.MEDIA_MAX_FRAME_PIXELS:
-            raise limits.MediaTooLarge(f"a {frame.width}x{frame.height} frame > MEDIA_MAX_FRAME_PIXELS")
+        limits.check_frame(frame.width, frame.height)
         pixels = frame.to_ndarray(format="bgr24")
         if (frame.width, frame.height) != self._size:
             pixels = cv2.resize(pixels, self._size, interpolation=cv2.INTER_AREA)
@@ -109,7 +108,7 @@ class Video(Clip):
         """Whether a frame no output blurs can go to the encoders as decoded: upright, even-sided, full size."""
         return self._as_decoded and (frame.width, frame.height) == self._size
 
-    def render(self, painters: list[Painter], between_frames: Callable[[], None] = never_stop) -> list[RenderedFile]:
+    def render(self, painters: list[Painter], between_frames: Checkpoint = never_stop) -> list[RenderedFile]:
         at_once = max(1, ENCODED_PIXELS_AT_ONCE // (self.width * self.height))
         with tempfile.TemporaryDirectory(prefix="momentlens-video-") as folder:
             paths = [Path(folder) / f"out{index}.mp4" for index in range(len(painters))]
@@ -119,7 +118,7 @@ class Video(Clip):
                 posters += self._encode(painters[chunk], paths[chunk], between_frames)
             return [RenderedFile(path.read_bytes(), poster) for path, poster in zip(paths, posters, strict=True)]
 
-    def _encode(self, painters: list[Painter], paths: list[Path], between_frames: Callable[[], None]) -> list[bytes]:
+    def _encode(self, painters: list[Painter], paths: list[Path], between_frames: Checkpoint) -> list[bytes]:
         with self._open() as source:
             video_in = source.streams.video[0]
             audio_in = source.streams.audio[0] if source.streams.audio else None

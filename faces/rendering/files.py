@@ -12,19 +12,16 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-import numpy as np
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
-from faces.images import MediaKind
 from faces.matching import PhotoMatch
-from faces.media.still import Still
+from faces.media.kinds import MediaKind
+from faces.media.media import Checkpoint, Media, never_stop
 from faces.models import Face, Photo, PhotoVariant
 from faces.rendering import keys
-from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box, region_box
-from faces.rendering.codec import encode_jpeg, thumbnail
-from jobqueue.hangup import ensure_session
+from faces.rendering.blur import region_box
 
 # Uploads are network waits, not CPU: they overlap the next file's render and encode
 # (OpenCV releases the GIL). The pool lives as long as the process so that each
@@ -70,28 +67,38 @@ def plan_of(photo: Photo, match: PhotoMatch | None) -> dict:
     return render_plan(photo, plan_files(photo, match, always=True))
 
 
-def render_and_publish(photo: Photo, still: Still, match: PhotoMatch | None) -> int:
-    """Render a still's files, upload them and point the rows at the new version; returns how many were written.
+def render_and_publish(
+    photo: Photo, media: Media, match: PhotoMatch | None, between_frames: Checkpoint = never_stop
+) -> int:
+    """Render the upload's files (faces/media/), upload them and point the rows at the new version; returns
+    how many were written. `between_frames` is the try's checkpoint (jobqueue/context.py).
 
-    With nothing to blur the public keys are the upload's, but only when its bytes are exactly the
-    picture the worker saw (Still.published_as_is); else the public file is rendered from that picture.
+    With nothing to blur the public keys are the upload's, but only when its bytes are exactly the picture
+    the worker saw (Still.published_as_is; a clip's never are); else the public file is rendered.
     """
-    width, height = still.width, still.height
-    planned = plan_files(photo, match, always=not still.published_as_is)
-    token = start_version(photo, width, height)
+    width, height = media.width, media.height
+    planned = plan_files(photo, match, always=not media.published_as_is)
+    token = start_version(photo, width, height, media.kind, media.duration_ms)
     regions = [region_box(region, width, height) for region in photo.blur_regions]
-    encoded = (_encode_still(_render(still.image, _face_boxes(file, width, height), regions)) for file in planned)
-    return publish_files(photo, planned, encoded, "jpg", token)
+    painters = media.painters(planned, match.faces if match else [], regions)
+    rendered = media.render(painters, between_frames)
+    encoded = ((file.data, file.poster) for file in rendered)
+    return publish_files(photo, planned, encoded, media.extension, token, between_frames)
 
 
 def publish_files(
-    photo: Photo, planned: list[PlannedFile], encoded: Iterable[tuple[bytes, bytes]], ext: str, token: str
+    photo: Photo,
+    planned: list[PlannedFile],
+    encoded: Iterable[tuple[bytes, bytes]],
+    ext: str,
+    token: str,
+    checkpoint: Checkpoint,
 ) -> int:
     """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`) under this try's folder
     (`token`, from start_version), then point the rows at them and publish. The uploads run in the pool
-    while the next file is encoded. A try whose session the server closed writes nothing
-    (jobqueue/hangup.py): another reader may be on its message; one that writes anyway writes its own keys."""
-    ensure_session()
+    while the next file is encoded. A try whose session the server closed writes nothing (`checkpoint`,
+    jobqueue/context.py): another reader may be on its message; one that writes anyway writes its own keys."""
+    checkpoint()
     pairs = zip(planned, encoded, strict=True)
     uploaded = [_upload(photo, file.viewer, data, thumb, ext, token) for file, (data, thumb) in pairs]
     _wait_for_all(uploaded)
@@ -106,9 +113,7 @@ def publish_files(
     return len(planned)
 
 
-def start_version(
-    photo: Photo, width: int, height: int, media_type: str = MediaKind.IMAGE, duration_ms: int | None = None
-) -> str:
+def start_version(photo: Photo, width: int, height: int, media_type: MediaKind, duration_ms: int | None) -> str:
     """Bump the version this render commits; returns the try's token for its keys (faces/rendering/keys.py)."""
     photo.variant_version += 1
     photo.width, photo.height = width, height
@@ -131,23 +136,6 @@ def _point_public_at_upload(photo: Photo) -> None:
 def _drop_stale_variants(photo: Photo, viewers: list[uuid.UUID]) -> None:
     """Members who no longer get a file lose their row; their objects go in the sweep after commit."""
     PhotoVariant.objects.filter(photo=photo).exclude(user_id__in=viewers).delete()
-
-
-def _face_boxes(file: PlannedFile, width: int, height: int) -> list[tuple[int, int, int, int]]:
-    return [expanded_face_box((f.box_x, f.box_y, f.box_w, f.box_h), width, height) for f in file.faces]
-
-
-def _encode_still(rendered: np.ndarray) -> tuple[bytes, bytes]:
-    return encode_jpeg(rendered), encode_jpeg(thumbnail(rendered))
-
-
-def _render(image: np.ndarray, face_boxes: list, regions: list) -> np.ndarray:
-    out = image.copy()
-    for box in face_boxes:
-        blur_ellipse(out, box)
-    for box in regions:
-        blur_rectangle(out, box)
-    return out
 
 
 def _upload(

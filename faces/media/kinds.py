@@ -1,12 +1,8 @@
-"""What an upload is, from its bytes, refusing what would hurt the worker or leak a face.
+"""What an upload is, from its bytes, never from its key's suffix (`media_kind`).
 
-The kind of an upload is decided from its bytes, never from its key's suffix
-(`media_kind`): a still (JPEG, PNG, WebP, HEIC/HEIF, AVIF; an MPO or Ultra HDR JPEG is a
-still shown from its primary picture), an animated image (more than one frame) or a video
-container. Stills are decoded by faces/media/still.py, animated images and videos by the
-rest of faces/media/. Where only a still will do (a reference selfie, the still path), a
-multi-frame upload is refused with `unsupported_media`: rendering it from its first frame
-would show every face in the frames the worker never looked at.
+A still (JPEG, PNG, WebP, HEIC/HEIF, AVIF; an MPO or Ultra HDR JPEG is a still shown from its
+primary picture), an animated image (more than one frame) or a video container; `faces.media.open`
+opens each as its own class (faces/media/__init__.py).
 """
 
 import contextlib
@@ -17,15 +13,11 @@ import re
 import pillow_heif
 from PIL import Image
 
-from jobqueue.errors import PermanentJobError
+from faces.media.limits import ImageTooLarge, UndecodableImage, UnsupportedMedia
+from jobqueue.api import PermanentJobError
 
 # HEIC/HEIF stills (iPhones) open in Pillow like any other image; OpenCV cannot decode them.
 pillow_heif.register_heif_opener()
-
-# Larger than any camera's still (a 100 MP medium-format frame), far below a
-# decompression bomb: a 20,000 x 20,000 image would need 1.2 GB as BGR.
-MAX_PIXELS = 120_000_000
-MAX_BYTES = 80 * 1024 * 1024
 
 # ISO base media (MP4, MOV, 3GP, HEIF) starts with a box `....ftyp{brand}`; these
 # brands are images Pillow opens (HEIF/AVIF); every other brand is a movie.
@@ -49,18 +41,6 @@ class MediaKind(enum.StrEnum):
     IMAGE = "image"
     ANIMATED = "animated"
     VIDEO = "video"
-
-
-class UndecodableImage(PermanentJobError):
-    reason = "undecodable_image"
-
-
-class ImageTooLarge(PermanentJobError):
-    reason = "image_too_large"
-
-
-class UnsupportedMedia(PermanentJobError):
-    reason = "unsupported_media"
 
 
 def media_kind(data: bytes) -> MediaKind:
@@ -99,19 +79,13 @@ def ffmpeg_video(data: bytes) -> str | None:
 
 
 @contextlib.contextmanager
-def image_header(data: bytes, *, single_picture: bool = False):
+def image_header(data: bytes):
     """The image, open; whatever Pillow raises while it is read (a GIF cut short fails only when its
-    frames are counted) is a bad upload, never retried. With `single_picture` (a still is wanted),
-    a video container or an animation is refused: unsupported_media."""
+    frames are counted) is a bad upload, never retried."""
     if not data:
         raise UndecodableImage("zero bytes")
-    container = video_container(data) if single_picture else None
-    if container:
-        raise UnsupportedMedia(f"a video container ({container}), where only a still will do")
     try:
         with Image.open(io.BytesIO(data)) as header:
-            if single_picture and is_multi_frame(header):
-                raise UnsupportedMedia(f"a {header.format} with more than one frame, where only a still will do")
             yield header
     except PermanentJobError:
         raise
