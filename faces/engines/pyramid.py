@@ -24,10 +24,13 @@ about a quarter more detector pixels and no padding.
 Candidates are taken from a low score (0.25). A sure one (>= 0.6) is a face; an
 unsure one gets a second look: its surroundings scaled so that it is 64 px wide,
 and it is kept only if the detector scores it >= 0.5 there (then with that look's
-box, landmarks and score). Blurred 24 px faces score 0.25-0.5 in the tiles and
-0.6-0.85 at 64 px; textures scoring as high mostly fall below 0.4. A second look
-costs a ~224² pass; a 12 MP scene has a few dozen unsure candidates. Then one
-cross-level NMS (IoU 0.4) plus a containment rule keeps one box per face.
+box, landmarks and score). Blurred 24 px faces mostly score under 0.6 in the tiles and
+over 0.5 at 64 px; textures mostly do not (docs/MEASUREMENTS.md, "Detector against
+CenterFace": blurred-face recall and false positives). A second look costs a ~224²
+pass. Then one cross-level NMS (IoU 0.4) plus a containment rule keeps one box per face.
+
+An edge pass runs the overview mirrored past the image's edges, so faces the edge cuts in
+half are completed; only boxes that reach past the edge are kept.
 
 Faces turned in the picture itself (90, 180, 270 degrees: a guest lying down, a child upside
 down) are past what SCRFD finds (about 60 degrees): the coarser levels run again on the photo
@@ -47,8 +50,8 @@ only anchors above the threshold are decoded, with insightface's own
 
 `PyramidDetector(Passes(scrfd)).detect(bgr)`; `scrfd` is insightface's `SCRFD` built on the
 engine's own session (faces/engines/insightface.py), its passes faces/engines/passes.py's. Without `small_faces` (a
-reference selfie) only the overview level runs. docs/ARCHITECTURE.md §6 has the
-recall, cost and memory tables (bench/face_recall.py).
+reference selfie) only the overview level and the edge pass run. docs/ARCHITECTURE.md §6
+says why; docs/MEASUREMENTS.md has the recall, cost and memory tables (bench/face_recall.py).
 """
 
 import itertools

@@ -1,5 +1,5 @@
 """The thresholds in the docs are the committed ones, and the committed ones are what measure_thresholds' rule
-makes of the measurement the docs print (docs/ARCHITECTURE.md §6: the command's own per-size table)."""
+makes of the measurement the docs print (docs/MEASUREMENTS.md, "Thresholds": the command's own per-size table)."""
 
 import math
 import re
@@ -10,7 +10,7 @@ import pytest
 from faces.management.commands.measure_thresholds import Condition, Row, recommend
 from faces.thresholds import THRESHOLDS, Thresholds
 
-ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md"
+ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "MEASUREMENTS.md"
 BUFFALO_S = THRESHOLDS["insightface-buffalo_s"]
 FIELDS = ("match", "blur", "small_face_blur", "cluster")
 
