@@ -1,11 +1,11 @@
 """The consumer loop behind `run_worker` (docs/ARCHITECTURE.md §4).
 
-One reader at a time (jobqueue/session.py), one message at a time, oldest first (the
-first-class ones before the rest: registry.read_first). A
-try is a read: pgmq's read_ct counts it, and the read commits before the handler
-runs, so a crash counts too. The handler's writes and the message's delete commit
-in one transaction. What becomes of a message is decided first (jobqueue/outcome.py),
-then carried out here.
+One reader at a time (jobqueue/session.py; whether its session is still its own is its
+lease, jobqueue/lease.py), one message at a time, oldest first (the first-class ones
+before the rest: registry.read_first). A try is a read (jobqueue/attempt.py): pgmq's
+read_ct counts it, and the read commits before the handler runs, so a crash counts too.
+The handler's writes and the message's delete commit in one transaction. What becomes
+of a message is decided first (jobqueue/outcome.py), then carried out here.
 """
 
 import logging
