@@ -7,8 +7,7 @@ from django.db import transaction
 from faces import media
 from faces.detection import detect_and_store
 from faces.exposure import hide_exposed
-from faces.media import Media, MediaKind
-from faces.media.media import Checkpoint
+from faces.media import Checkpoint, Media, MediaKind
 from faces.models import Event, EventMember, Photo
 from faces.photo_clustering import cluster_faces
 from faces.photo_matching import match_faces
