@@ -94,22 +94,24 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
 
 
 def face_models(app_configs=None, **kwargs) -> list[CheckMessage]:
-    """The model files and the provider the engine needs; the engine itself is built by the worker's
-    startup work (faces/apps.py), once, after this check passed."""
-    from faces.engines import check_models
+    """Build an engine from the configured pack, on the configured provider, and throw it away: the files
+    (sha256-checked where a digest is known), that onnxruntime loads them, and on that provider with no
+    fall-back. The worker's own engine is its startup work (faces/apps.py): this check keeps nothing."""
+    from faces.engines import build_engine
     from faces.engines.base import ModelsMissing, ProviderUnavailable
 
     try:
-        pack, provider = check_models()
+        engine = build_engine()
     except ModelsMissing as error:
         return failed("face_models", "faces.E005", str(error), hint="see docs/OPERATIONS.md, 'Face models'")
     except ProviderUnavailable as error:
         hint = "install requirements-gpu.txt and the driver on a GPU box, or set ORT_PROVIDERS=CPUExecutionProvider"
         return failed("face_models", "faces.E006", str(error), hint=hint)
+    pack = engine.pack
     checked = "sha256 checked" if pack.sha256 else "structure checked, no digest known"
     return [
         Info(
-            f"{pack.engine_name} on {provider}: {pack.detector}, {pack.recognizer} ({checked})",
+            f"{engine.name} loaded on {engine.provider}: {pack.detector}, {pack.recognizer} ({checked})",
             obj="face_models",
             id="faces.I004",
         )

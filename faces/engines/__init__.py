@@ -5,8 +5,8 @@ import time
 
 from django.conf import settings
 
-from faces.engines.base import DetectedFace, FaceEngine, ProviderUnavailable
-from faces.engines.packs import ModelPack, pack_folder, pack_named
+from faces.engines.base import DetectedFace, FaceEngine
+from faces.engines.packs import pack_folder, pack_named
 
 log = logging.getLogger("faces.engines")
 
@@ -32,26 +32,6 @@ def build_engine(pack_name: str | None = None) -> FaceEngine:
         intra_op_threads=settings.ORT_INTRA_OP_THREADS,
         providers=settings.ORT_PROVIDERS,
     )
-
-
-def check_models() -> tuple[ModelPack, str]:
-    """What building the engine refuses first, found without building it: the configured pack's files
-    (present, and sha256-checked where a digest is known) and the providers onnxruntime must load.
-    ModelsMissing or ProviderUnavailable, else (the pack, the provider the engine will run on)."""
-    import onnxruntime
-
-    pack = pack_named(settings.FACE_MODEL_PACK)
-    for needed in (pack, pack.small_faces_from):
-        if needed is not None:
-            needed.files(pack_folder(needed, settings.FACE_MODEL_ROOT))
-    providers = list(settings.ORT_PROVIDERS or ["CPUExecutionProvider"])
-    available = onnxruntime.get_available_providers()
-    if missing := [provider for provider in providers if provider not in available]:
-        raise ProviderUnavailable(
-            f"ORT_PROVIDERS names {', '.join(missing)}, which this onnxruntime cannot load "
-            f"(it has {', '.join(available)})"
-        )
-    return pack, providers[0]
 
 
 def loaded_engine() -> dict | None:
