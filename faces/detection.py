@@ -6,7 +6,6 @@ from django.utils import timezone
 from faces.detection_memory import detections_of
 from faces.engines import DetectedFace, resident_engine
 from faces.media.media import Checkpoint, Media, never_stop
-from faces.media.still import Still
 from faces.models import Face, Photo
 
 
@@ -24,11 +23,6 @@ def detect_and_store(photo: Photo, media: Media, between: Checkpoint = never_sto
     photo.faces_detected_at = timezone.now()
     photo.save(update_fields=["faces_detected_at"])
     return rows
-
-
-def detect_and_store_pixels(photo: Photo, image: np.ndarray) -> list[Face]:
-    """detect_and_store of a picture already decoded and upright (tests and benches make their own)."""
-    return detect_and_store(photo, Still.of_pixels(image))
 
 
 def face_row(

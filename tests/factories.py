@@ -2,11 +2,13 @@
 
 import uuid
 
+import cv2
 import numpy as np
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.utils import timezone
 
+from faces import media
 from faces.models import Event, EventMember, Photo, SubjectReference
 from momentlens.devservices.samples import encode_jpeg
 
@@ -24,6 +26,11 @@ def member(event: Event, *, dnp: bool = False, status: str = "active", user_id=N
 def upload(key: str, image: np.ndarray | None = None, data: bytes | None = None) -> str:
     default_storage.save(key, ContentFile(data if data is not None else encode_jpeg(image)))
     return key
+
+
+def still_of(image: np.ndarray) -> media.Still:
+    """A picture the test made, as the worker opens an upload of it: a PNG, so its pixels are exactly these."""
+    return media.open(cv2.imencode(".png", image)[1].tobytes())
 
 
 def photo_row(event: Event, photo_id: uuid.UUID | None = None, **fields) -> Photo:

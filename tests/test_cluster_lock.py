@@ -13,7 +13,7 @@ import pytest
 from django.db import connection, transaction
 
 from faces import clustering
-from faces.detection import detect_and_store_pixels
+from faces.detection import detect_and_store
 from faces.jobs import photo_jobs
 from faces.models import Face, UnknownCluster
 from jobqueue.context import JobContext
@@ -33,7 +33,7 @@ def two_photos_of_one_unknown_person():
     photos = []
     for image in (tom, other):
         photo = factories.photo(event, image)
-        assert len(detect_and_store_pixels(photo, image)) == 1
+        assert len(detect_and_store(photo, factories.still_of(image))) == 1
         photos.append(photo)
     return event, photos
 

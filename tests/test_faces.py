@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from faces.detection import detect_and_store_pixels
+from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
@@ -33,7 +33,7 @@ def stored_faces(photo) -> list[Face]:
 @pytest.mark.django_db
 def test_the_engine_finds_the_six_faces_of_t1(group):
     photo = factories.photo(factories.event(), group)
-    faces = detect_and_store_pixels(photo, group)
+    faces = detect_and_store(photo, factories.still_of(group))
     assert len(faces) == 6
     photo.refresh_from_db()
     assert photo.faces_detected_at is not None
@@ -70,7 +70,7 @@ def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(gro
     assert reference.status == SubjectReference.Status.READY
 
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store_pixels(photo, group)
+    detect_and_store(photo, factories.still_of(group))
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
 
     faces = stored_faces(photo)
@@ -90,7 +90,7 @@ def test_with_thresholds_not_measured_nothing_matches_and_every_face_is_blurred(
     user = factories.member(event, dnp=True)
     factories.ready_reference(user, group_faces[2].embedding, ENGINE)
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store_pixels(photo, group)
+    detect_and_store(photo, factories.still_of(group))
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
 
     faces = stored_faces(photo)
@@ -111,7 +111,7 @@ def test_other_events_members_who_left_and_other_engines_never_match(group, grou
     factories.ready_reference(left, group_faces[1].embedding, ENGINE)
     factories.ready_reference(other_engine, group_faces[2].embedding, "insightface-buffalo_l")
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store_pixels(photo, group)
+    detect_and_store(photo, factories.still_of(group))
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
 
     assert all(face.matched_user_id is None for face in photo.faces.all())
@@ -130,7 +130,7 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
     user = factories.member(event, dnp=True)
     pending = factories.reference(user, samples.derived_portrait(group, group_faces[3].box))
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store_pixels(photo, group)
+    detect_and_store(photo, factories.still_of(group))
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
     assert len(faces_to_blur(photo)) == 6, "pending reference: when unsure, blur"
 
@@ -146,12 +146,12 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
 def test_clustering_groups_the_same_person_across_photos_and_separates_people(group, test_thresholds):
     event = factories.event()
     first = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store_pixels(first, group)
+    detect_and_store(first, factories.still_of(group))
     match_and_cluster(first, (group.shape[1], group.shape[0]))
     smaller = samples.recolour(np.ascontiguousarray(group[:, ::1]), hue_shift=4, gain=1.05)
     smaller = samples.cv2.resize(smaller, None, fx=0.8, fy=0.8)
     second = factories.photo(event, smaller)
-    detect_and_store_pixels(second, smaller)
+    detect_and_store(second, factories.still_of(smaller))
     match_and_cluster(second, (group.shape[1], group.shape[0]))
 
     assert UnknownCluster.objects.filter(event=event).count() == 6

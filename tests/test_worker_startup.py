@@ -1,5 +1,6 @@
-"""run_worker loads the face engine once, before the loop (the faces app's startup work, after the face_models
-check, tagged worker_start, passed), and refuses to start without its models or with a model file that is not the pack's."""
+"""run_worker loads the face engine once, before the loop (the faces app's startup work, once the face_models
+check, tagged worker_start, passed), and refuses to start without its models or with a model file that is not
+the pack's."""
 
 import subprocess
 import sys

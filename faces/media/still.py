@@ -76,16 +76,6 @@ class Still(Media):
         self.attachments = attachments(data, self.format)
         self._transparent = False
 
-    @classmethod
-    def of_pixels(cls, image: np.ndarray) -> "Still":
-        """A still whose pixels are already decoded and upright, with nothing else in its bytes (tests and
-        benches detect on pictures they made)."""
-        still = cls.__new__(cls)
-        still.image = image  # the cached property, filled
-        still.height, still.width = image.shape[:2]
-        still.attachments, still._transparent = [], False
-        return still
-
     @cached_property
     def image(self) -> np.ndarray:
         """BGR uint8, as a viewer sees it: upright, transparency on white, the primary picture."""
