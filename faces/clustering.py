@@ -8,6 +8,7 @@ split one person into two clusters, or both add a face to a cluster from the sam
 import numpy as np
 from pgvector.django import CosineDistance
 
+from faces.matching import PhotoMatch
 from faces.models import Face, UnknownCluster
 from jobqueue.api import hold_until_commit
 
@@ -97,3 +98,13 @@ def _leave_cluster(face: Face) -> None:
         cluster.save(update_fields=["face_count"])
     face.unknown_cluster = None
     face.save(update_fields=["unknown_cluster"])
+
+
+def cluster_faces(match: PhotoMatch | None) -> None:
+    """Cluster the matched photo's unmatched faces, under its event's cluster lock.
+
+    The lock is held until the transaction ends: the face pass calls this last, after its files are
+    uploaded, so a second reader waits only for the cluster writes and the commit.
+    """
+    if match is not None:
+        assign_clusters(match.faces, match.limits.cluster)

@@ -19,9 +19,8 @@ import uuid
 from django.db import connection
 
 from faces import thresholds
-from faces.matching import Candidates
+from faces.matching import Candidates, match_of
 from faces.models import EventMember, Face, Photo
-from faces.photo_matching import match_of
 from faces.rendering.files import plan_of
 
 # Published photos of an event (1) with a face of an engine (2) whose box lies within an edge fraction (3)

@@ -177,3 +177,19 @@ def record_matches(match: PhotoMatch) -> None:
     for face, (user, similarity) in zip(match.faces, match.best(), strict=True):
         face.matched_user_id, face.similarity = user, similarity
     Face.objects.bulk_update(match.faces, ["matched_user_id", "similarity"])
+
+
+def match_faces(photo, size: tuple[int, int]) -> PhotoMatch | None:
+    """Re-match the photo's stored faces and record the result on them; None when it has no face."""
+    match = match_of(photo, size)
+    if match is not None:
+        record_matches(match)
+    return match
+
+
+def match_of(photo, size: tuple[int, int] | None) -> PhotoMatch | None:
+    """The photo's stored faces against its event's members now, recording nothing; None without a face."""
+    faces = list(photo.faces.order_by("id"))
+    if not faces:
+        return None
+    return PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, size)

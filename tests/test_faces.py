@@ -3,14 +3,13 @@
 import numpy as np
 import pytest
 
+from faces.clustering import cluster_faces
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
-from faces.matching import faces_to_blur
+from faces.matching import faces_to_blur, match_faces
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
-from faces.photo_clustering import cluster_faces
-from faces.photo_matching import match_faces
 from jobqueue.context import JobContext
 from momentlens.devservices import samples
 from tests import factories

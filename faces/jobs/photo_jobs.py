@@ -5,12 +5,12 @@ import logging
 from django.db import transaction
 
 from faces import media
+from faces.clustering import cluster_faces
 from faces.detection import detect_and_store
 from faces.exposure import hide_exposed
+from faces.matching import match_faces
 from faces.media import Checkpoint, Media, MediaKind
 from faces.models import Event, EventMember, Photo
-from faces.photo_clustering import cluster_faces
-from faces.photo_matching import match_faces
 from faces.rendering.files import plan_of, render_and_publish
 from faces.rendering.sweep import sweep_after_commit
 from faces.storage_io import read_object
