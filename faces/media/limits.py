@@ -14,6 +14,8 @@ MAX_BYTES = 80 * 1024 * 1024
 
 
 class UndecodableImage(PermanentJobError):
+    """No picture in the bytes, or a header whose pixels do not decode."""
+
     reason = "undecodable_image"
 
 
@@ -22,10 +24,15 @@ class ImageTooLarge(PermanentJobError):
 
 
 class UnsupportedMedia(PermanentJobError):
+    """Pages without timing (a TIFF), or frames where only a still will do (a reference selfie): shown from
+    one frame, the others' faces would go unseen."""
+
     reason = "unsupported_media"
 
 
 class MediaTooLarge(PermanentJobError):
+    """Beyond a MEDIA_MAX_* setting; the message names it."""
+
     reason = "media_too_large"
 
 
