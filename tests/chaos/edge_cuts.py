@@ -60,19 +60,10 @@ def edge_cut(rng: random.Random, image: np.ndarray, faces, dnp: dict[int, uuid.U
     CUT_MIN_VISIBLE of its box still on it, (index in faces, side, whole box in the crop's pixels).
     """
     target = rng.choice(sorted(dnp)) if rng.random() < 0.7 else rng.randrange(len(faces))
-    x1, y1, x2, y2 = faces[target].box
     side = rng.choice(CUT_SIDES)
     share = rng.uniform(0.2, 0.4) if "_" in side else rng.uniform(0.25, 0.5)  # of the box, cut away per side
     height, width = image.shape[:2]
-    left, top, right, bottom = 0, 0, width, height
-    if "left" in side:
-        left = int(x1 + share * (x2 - x1))
-    if "right" in side:
-        right = int(x2 - share * (x2 - x1))
-    if "top" in side:
-        top = int(y1 + share * (y2 - y1))
-    if "bottom" in side:
-        bottom = int(y2 - share * (y2 - y1))
+    left, top, right, bottom = crop_bounds(faces[target].box, side, share, width, height)
     crop = np.ascontiguousarray(image[top:bottom, left:right])
     size = (right - left, bottom - top)
     cut_faces = []
@@ -85,6 +76,18 @@ def edge_cut(rng: random.Random, image: np.ndarray, faces, dnp: dict[int, uuid.U
         if not inside and visible_w > 0 and visible_h > 0 and visible_w * visible_h >= CUT_MIN_VISIBLE * whole:
             cut_faces.append((index, side, tuple(float(v) for v in box)))
     return crop, size, cut_faces
+
+
+def crop_bounds(box, side: str, share: float, width: int, height: int) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the crop whose `side` (an edge, or a corner: two) cuts `share` of `box` away."""
+    x1, y1, x2, y2 = box
+    cut_x, cut_y = share * (x2 - x1), share * (y2 - y1)
+    return (
+        int(x1 + cut_x) if "left" in side else 0,
+        int(y1 + cut_y) if "top" in side else 0,
+        int(x2 - cut_x) if "right" in side else width,
+        int(y2 - cut_y) if "bottom" in side else height,
+    )
 
 
 def face_box(face, width: int, height: int) -> tuple[float, float, float, float]:

@@ -85,10 +85,12 @@ def drain_step(chaos: Chaos, drain: Drain) -> None:
 
 
 def drained(chaos: Chaos, drain: Drain) -> bool:
+    """The plan spent, the DNP change made, archived messages sent again (or too few to), and the queue empty
+    twice a second apart."""
     change = chaos.seeded.dnp_change
-    changed = change is None or change.sent_at is not None
-    resent_or_none = drain.resent or archived_count(chaos.services) < RESENT
-    if not changed or drain.plan or queue_length(chaos.services) != 0 or not resent_or_none:
+    if drain.plan or (change is not None and change.sent_at is None) or queue_length(chaos.services) != 0:
+        return False
+    if not drain.resent and archived_count(chaos.services) >= RESENT:
         return False
     time.sleep(1.0)  # a job in flight may still enqueue more (reprocess_event)
     return queue_length(chaos.services) == 0

@@ -83,23 +83,27 @@ def outcome_mismatches(chaos, lines: list[dict]) -> int:
 
 def last_outcomes(lines: list[dict]) -> dict[str, str]:
     """photo id -> the outcome (completed, archived) of its last job that changed it."""
-    last = {}
-    for fields in ended(lines):
-        # A thumbnail_dims after a render changes nothing: the photo is as the job before left it.
-        if "photo_id" in fields and fields.get("detail") != "already_rendered":
-            if fields.get("outcome") in {"completed", "archived"}:
-                last[fields["photo_id"]] = fields["outcome"]
-    return last
+    return {
+        fields["photo_id"]: fields["outcome"]
+        for fields in changing_ends(lines)
+        if "photo_id" in fields and fields.get("outcome") in {"completed", "archived"}
+    }
 
 
 def clips_refused(chaos, lines: list[dict]) -> list[tuple[str, str]]:
     """(photo id, reason) of each clip of the seed whose last refusal is logged, in photo id order."""
-    refused = {}
-    for fields in ended(lines):
-        if fields.get("reason") in REFUSALS and fields.get("photo_id") in chaos.seeded.media_photos:
-            if fields.get("detail") != "already_rendered":
-                refused[fields["photo_id"]] = fields["reason"]
+    refused = {
+        fields["photo_id"]: fields["reason"]
+        for fields in changing_ends(lines)
+        if fields.get("reason") in REFUSALS and fields.get("photo_id") in chaos.seeded.media_photos
+    }
     return sorted(refused.items())
+
+
+def changing_ends(lines: list[dict]) -> list[dict]:
+    """The ends of the jobs that changed their photo: a thumbnail_dims after a render changes nothing (the
+    photo is as the job before left it)."""
+    return [fields for fields in ended(lines) if fields.get("detail") != "already_rendered"]
 
 
 def expected_files_present(chaos, photo) -> bool:
