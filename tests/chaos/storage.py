@@ -96,18 +96,41 @@ def exposed_media(snapshot: Snapshot, media: dict[str, MediaUpload], refused: di
     an upload object as a file, a file (named or only listed) of another kind than its clip's (an animation is
     rendered into .webp, a video into .mp4; thumbnails are JPEG posters; a .jpg file is one frame), or a refused
     one published or with any file."""
+    return (
+        clip_rows_exposing(snapshot, media)
+        | refused_rows_exposing(snapshot, refused)
+        | listed_keys_exposing(snapshot, media, refused)
+    )
+
+
+def clip_rows_exposing(snapshot: Snapshot, media: dict[str, MediaUpload]) -> set[tuple[str, str]]:
     exposed = set()
     for photo_id, upload in media.items():
         row = snapshot.rows.get(photo_id)
-        if row is not None and row.named & row.uploads:
+        if row is None:
+            continue
+        if row.named & row.uploads:
             exposed.add((photo_id, "a row names the upload object as a file"))
-        for key in row.named if row is not None else ():
-            if not media_file_kind_ok(key, upload.kind):
-                exposed.add((photo_id, f"a row names a file of another kind: {key}"))
-    for photo_id in refused:
-        row = snapshot.rows.get(photo_id)
-        if row is not None and (row.published or row.named & row.uploads):
-            exposed.add((photo_id, "a refused upload is published"))
+        exposed |= {
+            (photo_id, f"a row names a file of another kind: {key}")
+            for key in row.named
+            if not media_file_kind_ok(key, upload.kind)
+        }
+    return exposed
+
+
+def refused_rows_exposing(snapshot: Snapshot, refused: dict[str, str]) -> set[tuple[str, str]]:
+    return {
+        (photo_id, "a refused upload is published")
+        for photo_id in refused
+        if (row := snapshot.rows.get(photo_id)) is not None and (row.published or row.named & row.uploads)
+    }
+
+
+def listed_keys_exposing(
+    snapshot: Snapshot, media: dict[str, MediaUpload], refused: dict[str, str]
+) -> set[tuple[str, str]]:
+    exposed = set()
     for key in snapshot.keys:
         photo_id = (derived_photo(key) or (None,))[0]
         if photo_id in refused:
