@@ -8,6 +8,7 @@ Both live in pytest's temporary folders and are stopped at the end.
 """
 
 import shutil
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -17,6 +18,32 @@ from storages.backends.s3 import S3Storage
 
 from momentlens.devservices.postgres import EmbeddedPostgres
 from momentlens.devservices.seaweedfs import SeaweedS3
+
+# The system tier (`pytest -m "not system"` leaves it out): files whose tests drive whole worker
+# processes, run the chaos, fuzz or demo runs, or render real video end to end. They hold most of
+# the suite's time, so the everyday loop skips them; `make test` runs everything (README, "Tests").
+SYSTEM_FILES = {
+    "test_chaos.py",
+    "test_demo.py",
+    "test_embedded_default.py",
+    "test_fuzz.py",
+    "test_media_e2e.py",
+    "test_operator_errors.py",
+    "test_production_path.py",
+    "test_reader_slots.py",
+    "test_video_coverage.py",
+    "test_worker_process.py",
+    "test_worker_role.py",
+    "test_worker_startup.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.parent == here and item.path.name in SYSTEM_FILES:
+            item.add_marker(pytest.mark.system)
+
 
 # Every table the tests write: the API's tables and the queue with its archive.
 TABLES = (
