@@ -11,13 +11,13 @@ and bobbing (every frame differs), mild sensor noise (sigma 3), an AAC stereo to
 30 fps, CRF 18. The animated image: 640x360, 24 frames of 80 ms, the group drifting, animated WebP.
 
 The pure functions are timed, not the queue: no database, no storage, no worker. A clip goes as
-the worker takes it (faces/jobs, faces/media/path.py):
+the worker takes it (faces/jobs, faces/media/clip_detection.py, faces/rendering/painters.py):
 - open: `Video(data)` (probes the packets, checks the limits);
-- detection pass: `path.detect_clip(clip, engine)` (decode every frame, analyze the scheduled ones
+- detection pass: `clip_detection.detect_clip(clip, engine)` (decode every frame, analyze the scheduled ones
   with a video frame's plan and the changed regions between them, link into tracks); "analyze" is the
   time inside `engine.analyze`, and its calls are the frames and regions searched;
 - render pass: unsaved Face rows built with `face_row` and their frame_time/track, then
-  `path.clip_tracks`, two painters from `path.BlurPainter.of` (the public file blurring one DNP
+  `painters.clip_tracks`, two painters from `painters.BlurPainter.of` (the public file blurring one DNP
   member's track, that member's own file blurring none), `clip.render(painters)`: decode every
   frame again, paint, encode both MP4s (x264 veryfast) and their sound; "paint" is the painters'
   own time.
@@ -375,7 +375,7 @@ class TimedPainter:
 
 
 def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int, list, dict]:
-    """Open, detect and render one clip as faces/media/path.py does, timing each stage:
+    """Open, detect and render one clip as faces/media/clip_detection.py and faces/rendering/ do, timing each stage:
     (clip, detections, track count, rendered files, the stages' seconds and analyze's calls)."""
     from faces.media.clip_detection import detect_clip
 

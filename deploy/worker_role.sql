@@ -74,7 +74,7 @@ GRANT UPDATE (status, embedding, engine, box, processed_at) ON subject_reference
 -- Every photo job locks its photo (SELECT ... FOR UPDATE, faces/jobs/photo_jobs.py) and
 -- writes its result: start_version (variant_version, width, height, media_type, duration_ms), the public keys
 -- and the render plan, publish (processed_at) in faces/rendering/files.py, faces_detected_at in
--- faces/recognition.py; unpublish_event and the archive hook unpublish_named_photo
+-- faces/detection.py; unpublish_event and the archive hook unpublish_named_photo
 -- (faces/jobs/archive_hooks.py) clear processed_at. The sweep reads under the same lock.
 GRANT SELECT ON photos TO momentlens_worker;
 GRANT UPDATE (variant_version, width, height, media_type, duration_ms, public_key, public_thumb_key,
@@ -85,7 +85,7 @@ GRANT UPDATE (variant_version, width, height, media_type, duration_ms, public_ke
 -- the rows of members who no longer get one are deleted. The sweep reads the keys.
 GRANT SELECT, INSERT, UPDATE, DELETE ON photo_variants TO momentlens_worker;
 
--- detect_and_store inserts each detected face (faces/recognition.py); matching sets
+-- detect_and_store inserts each detected face (faces/detection.py); matching sets
 -- matched_user_id and similarity (faces/matching.py), clustering unknown_cluster_id
 -- (faces/clustering.py). The worker never deletes a face: a photo's faces go with it.
 GRANT SELECT, INSERT, UPDATE ON faces TO momentlens_worker;

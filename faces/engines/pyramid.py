@@ -102,7 +102,7 @@ class Plan:
     edge_margin: float = 2.0
     # The edge pass mirrors the overview this far past each edge (a fraction of its long side),
     # and keeps what scores this much there (mirrored half faces score 0.45-0.8). Off for a part of
-    # a video frame that no frame edge bounds (faces/media/path.py): its edges cut no picture.
+    # a video frame that no frame edge bounds (faces/media/clip_detection.py): its edges cut no picture.
     edge_pass: bool = True
     edge_mirror: float = 0.25
     edge_score: float = 0.4
