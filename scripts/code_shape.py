@@ -7,7 +7,7 @@ import ast
 import sys
 from pathlib import Path
 
-PACKAGES = ("faces", "jobqueue", "momentlens", "demo", "bench", "tests")
+PACKAGES = ("faces", "jobqueue", "momentlens", "demo", "bench", "tests", "tests/chaos")
 
 
 def functions(tree: ast.AST):
