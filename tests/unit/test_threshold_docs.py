@@ -10,13 +10,13 @@ import pytest
 from faces.management.commands.measure_thresholds import Condition, Row, recommend
 from faces.thresholds import THRESHOLDS, Thresholds
 
-ARCHITECTURE = Path(__file__).resolve().parents[2] / "docs" / "MEASUREMENTS.md"
+MEASUREMENTS = Path(__file__).resolve().parents[2] / "docs" / "MEASUREMENTS.md"
 BUFFALO_S = THRESHOLDS["insightface-buffalo_s"]
 FIELDS = ("match", "blur", "small_face_blur", "cluster")
 
 
 def thresholds_section() -> str:
-    text = ARCHITECTURE.read_text()
+    text = MEASUREMENTS.read_text()
     start = text.index("### Thresholds (`faces/thresholds.py`)")
     return text[start : text.index("\n## ", start)]
 
@@ -43,7 +43,7 @@ def test_the_thresholds_table_is_the_committed_values():
 
 
 def test_every_threshold_the_docs_name_is_the_committed_one():
-    text = ARCHITECTURE.read_text()
+    text = MEASUREMENTS.read_text()
     named = re.findall(r"`(match|blur|small_face_blur|cluster)` = (\d\.\d+)", text)
     assert {name for name, _ in named} == set(FIELDS)
     for name, value in named:
