@@ -1,6 +1,5 @@
 """The blur of one file, frame by frame: what a still or a clip (faces/media/) paints onto each frame."""
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,35 +14,37 @@ if TYPE_CHECKING:
     from faces.media.clip import Clip
     from faces.rendering.files import PlannedFile
 
-Box = tuple[int, int, int, int]
+Box = tuple[float, float, float, float]
 
 
 @dataclass(frozen=True)
 class BlurPainter:
-    """The blur of one planned file: the ellipses of its blurred faces where they are at each time, then
-    the regions."""
+    """The blur of one planned file: an ellipse over each face it blurs (a still's where it was stored, a
+    clip's tracks where they are at each time), then the regions."""
 
-    ellipses_at: Callable[[float], list[Box]]
+    tracks: list[Track]
+    still_faces: list[Box]  # (x, y, w, h) fractions
     regions: list
+    width: int
+    height: int
 
     @classmethod
     def of(cls, file: "PlannedFile", tracks: dict[int, Track], regions: list, width: int, height: int) -> "BlurPainter":
         """A clip's file: the tracks of the faces it blurs."""
         chosen = [tracks[number] for number in sorted({face.track for face in file.faces})]
-        return cls(lambda time: _track_ellipses(chosen, time, width, height), regions)
+        return cls(chosen, [], regions, width, height)
 
     @classmethod
     def of_still(cls, file: "PlannedFile", regions: list, width: int, height: int) -> "BlurPainter":
         """A still's file: the faces it blurs, where they were stored."""
-        ellipses = [expanded_face_box(_box(face), width, height) for face in file.faces]
-        return cls(lambda time: ellipses, regions)
+        return cls([], [_box(face) for face in file.faces], regions, width, height)
 
     def touches(self, time: float) -> bool:
-        return bool(self.regions) or bool(self.ellipses_at(time))
+        return bool(self.regions or self.still_faces) or any(track.boxes_at(time) for track in self.tracks)
 
     def __call__(self, time: float, frame: np.ndarray) -> None:
-        for box in self.ellipses_at(time):
-            blur_ellipse(frame, box)
+        for box in self.still_faces + _track_faces(self.tracks, time):
+            blur_ellipse(frame, expanded_face_box(box, self.width, self.height))
         for region in self.regions:
             blur_rectangle(frame, region)
 
@@ -58,13 +59,13 @@ def clip_tracks(faces: list[Face], clip: "Clip") -> dict[int, Track]:
     return tracks_of(sightings)
 
 
-def _track_ellipses(tracks: list[Track], time: float, width: int, height: int) -> list[Box]:
-    ellipses = []
-    for track in tracks:
-        for box in track.boxes_at(time):
-            x1, y1, x2, y2 = (float(v) for v in box)
-            ellipses.append(expanded_face_box((x1, y1, x2 - x1, y2 - y1), width, height))
-    return ellipses
+def _track_faces(tracks: list[Track], time: float) -> list[Box]:
+    """Where the tracks' faces are at `time`, as (x, y, w, h) fractions."""
+    return [(x1, y1, x2 - x1, y2 - y1) for track in tracks for x1, y1, x2, y2 in map(_floats, track.boxes_at(time))]
+
+
+def _floats(box) -> Box:
+    return tuple(float(v) for v in box)
 
 
 def _box(face: Face) -> tuple[float, float, float, float]:
