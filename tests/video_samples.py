@@ -26,16 +26,18 @@ class Video:
 def encode(
     frames: list[np.ndarray], times: list[float], *, fmt: str = "mp4", codec: str = "libx264", options=None,
     audio: str | None = None, audio_payload: bytes | None = None, rate: int = 30, base=Fraction(1, 90000),
+    codec_options: dict | None = None,
 ) -> bytes:  # fmt: skip
     """The frames at their times (by default in a 1/90000 time base, as phones write: any rate, gaps),
     optionally with a second of sound (`audio`: an encoder, "aac" or "ac3"); `audio_payload` is muxed as one
-    more audio packet, as it is."""
+    more audio packet, as it is. `codec_options` go to the video encoder (x264's `crf`, `preset`)."""
     out = io.BytesIO()
     height, width = frames[0].shape[:2]
     with av.open(out, "w", format=fmt, options=options or {}) as container:
         video = container.add_stream(codec, rate=rate)
         video.width, video.height, video.pix_fmt = width, height, "yuv420p"
         video.time_base = video.codec_context.time_base = base
+        video.options = codec_options or {}
         sound = container.add_stream(audio, rate=48000, layout="stereo") if audio else None
         for pixels, time in zip(frames, times, strict=True):
             frame = av.VideoFrame.from_ndarray(pixels, format="bgr24")

@@ -8,6 +8,9 @@ from fractions import Fraction
 import cv2
 import numpy as np
 
+from tests.media_clips import read_animation
+from tests.video_samples import encode
+
 MEDIA_SIDE = 360  # every clip of the seed is at most 640x360: small, so the run stays fast
 Box = tuple[float, float, float, float]  # x1, y1, x2, y2 in pixels
 
@@ -81,25 +84,11 @@ def walking_scene(group: np.ndarray, group_faces, dnp: dict[int, uuid.UUID], cou
 
 
 def h264(frames: list[np.ndarray], fps: int, times: list[float] | None = None) -> bytes:
-    """An MP4 as a phone writes one: H.264 (libx264, yuv420p) at `fps`, through PyAV; with `times`, each
-    frame at its own time in a 1/90000 time base (a variable frame rate)."""
-    import av
-
-    out = io.BytesIO()
-    height, width = frames[0].shape[:2]
+    """An MP4 as a phone writes one: H.264 (libx264, yuv420p) at `fps`; with `times`, each frame at its own
+    time in a 1/90000 time base (a variable frame rate)."""
     base = Fraction(1, fps) if times is None else Fraction(1, 90000)
-    with av.open(out, "w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=fps)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.time_base = stream.codec_context.time_base = base
-        stream.options = {"crf": "18", "preset": "veryfast"}
-        for index, pixels in enumerate(frames):
-            frame = av.VideoFrame.from_ndarray(pixels, format="bgr24")
-            frame.pts = index if times is None else round(times[index] / base)
-            frame.time_base = base
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode(None))
-    return out.getvalue()
+    times = [index / fps for index in range(len(frames))] if times is None else times
+    return encode(frames, times, rate=fps, base=base, codec_options={"crf": "18", "preset": "veryfast"})
 
 
 def uhd_scene(group: np.ndarray, group_faces, count: int = 10) -> Scene:
@@ -130,7 +119,7 @@ def variable_rate_times(count: int) -> list[float]:
 
 def decode_media(data: bytes, kind: str) -> tuple[list[float], list[np.ndarray]]:
     """Every frame's time (seconds from the first, as the worker counts them) and BGR pixels: an animation as
-    Pillow composes it (seek, convert("RGB")), a video as PyAV decodes it."""
+    Pillow composes it, a video as PyAV decodes it."""
     if kind == "video":
         import av
 
@@ -140,16 +129,9 @@ def decode_media(data: bytes, kind: str) -> tuple[list[float], list[np.ndarray]]
             first = min((pts for pts, _ in decoded if pts is not None), default=0)
             times = [float((pts - first) * stream.time_base) if pts is not None else 0.0 for pts, _ in decoded]
         return times, [pixels for _, pixels in decoded]
-    from PIL import Image
-
-    times, frames, start = [], [], 0
-    with Image.open(io.BytesIO(data)) as image:
-        for index in range(getattr(image, "n_frames", 1)):
-            image.seek(index)
-            frames.append(cv2.cvtColor(np.asarray(image.convert("RGB")), cv2.COLOR_RGB2BGR))
-            times.append(start / 1000)
-            start += int(image.info.get("duration", 0) or 0)
-    return times, frames
+    animation = read_animation(data)
+    starts = np.cumsum([0, *animation.durations_ms[:-1]])
+    return [float(start) / 1000 for start in starts], animation.frames
 
 
 def frame_at(times: list[float], time: float | None) -> int:
