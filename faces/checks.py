@@ -136,7 +136,7 @@ def thresholds(app_configs=None, **kwargs) -> list[CheckMessage]:
     return [
         Info(
             f"{name}: match={limits.match} cluster={limits.cluster} blur={limits.blur} "
-            f"(faces under {limits.small_face_px} px: {limits.blur_for(0)})",
+            f"(seen poorly: {limits.poor_face_blur}; unsure under norm {limits.unsure_norm})",
             obj="thresholds",
             id="faces.I005",
         )

@@ -69,8 +69,8 @@ def nearest_cluster(event_id, embedding: np.ndarray) -> UnknownCluster | None:
 
 
 def _join_nearest(faces: list[Face], threshold: float) -> None:
-    """One identity's faces into the cluster nearest to its surest face (or a new one)."""
-    surest = max(faces, key=lambda face: face.det_score)
+    """One identity's faces into the cluster nearest to its best-seen face (or a new one)."""
+    surest = max(faces, key=lambda face: (face.embedding_norm or 0.0, face.det_score))
     embeddings = np.array([face.embedding for face in faces], dtype=np.float32)
     nearest = nearest_cluster(surest.event_id, np.asarray(surest.embedding, dtype=np.float32))
     if nearest is not None and 1.0 - nearest.distance >= threshold:
@@ -101,10 +101,12 @@ def _leave_cluster(face: Face) -> None:
 
 
 def cluster_faces(match: PhotoMatch | None) -> None:
-    """Cluster the matched photo's unmatched faces, under its event's cluster lock.
+    """Cluster the matched photo's unmatched faces, under its event's cluster lock. A face too poorly seen to
+    judge (a track's: when all its faces are) joins no cluster: its embedding would pull a centroid anywhere.
 
     The lock is held until the transaction ends: the face pass calls this last, after its files are
     uploaded, so a second reader waits only for the cluster writes and the commit.
     """
     if match is not None:
-        assign_clusters(match.faces, match.limits.cluster)
+        judged = [face for face, too_poor in zip(match.faces, match.too_poor, strict=True) if not too_poor]
+        assign_clusters(judged, match.limits.cluster)

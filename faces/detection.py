@@ -49,4 +49,5 @@ def face_row(
         engine=found.engine,
         frame_time=frame_time,
         track=track,
+        embedding_norm=found.embedding_norm,
     )

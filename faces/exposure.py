@@ -4,8 +4,9 @@ every published photo of the event whose files would now show a face they must b
 A DNP member turned on, a DNP member who joins, a DNP member's reference that becomes `ready`: the photos
 that show them are public, unblurred, until each is rendered again, and their renders wait in the queue.
 So the job that learns of the change looks first, from the stored embeddings: pgvector finds the published
-photos with a face within reach of a DNP member's reference (at the lowest blur threshold, that of the
-smallest faces), and those with a face at the image's edge (the unsure rule); each of them is matched as
+photos with a face within reach of a DNP member's reference (at the lowest blur threshold, that of a
+poorly seen face), and those with a face at the image's edge or seen too poorly to judge (the unsure
+rules); each of them is matched as
 a render would match it (faces.matching.PhotoMatch, size-aware thresholds, tracks as bags), and a photo
 whose files would blur a face, or a region, that its current files do not (photos.render_plan) is
 unpublished at once. Its render, sent first (`jobqueue.enqueue.enqueue_unless_waiting(first=True)`),
@@ -24,8 +25,8 @@ from faces.models import EventMember, Face, Photo
 from faces.rendering.files import plan_of
 
 # Published photos of an event (1) with a face of an engine (2) whose box lies within an edge fraction (3)
-# of the image's border, or whose cosine distance to a ready reference of one of some users (4) is at most a
-# distance (5).
+# of the image's border, or that the recogniser saw too poorly to judge (an embedding norm under (4)), or
+# whose cosine distance to a ready reference of one of some users (5) is at most a distance (6).
 CANDIDATE_PHOTOS = """
     SELECT DISTINCT face.photo_id
     FROM faces AS face
@@ -33,6 +34,7 @@ CANDIDATE_PHOTOS = """
     WHERE face.event_id = %s AND face.engine = %s
       AND (
         least(face.box_x, face.box_y, 1 - face.box_x - face.box_w, 1 - face.box_y - face.box_h) <= %s
+        OR face.embedding_norm < %s
         OR EXISTS (
             SELECT 1 FROM subject_references AS reference
             WHERE reference.user_id = ANY(%s) AND reference.status = 'ready'
@@ -90,12 +92,13 @@ def _engines(event_id) -> list[str]:
 
 def _candidates(event_id, engine: str, dnp: list) -> list:
     limits = thresholds.for_engine(engine)
-    lowest = min((value for value in (limits.blur, limits.small_face_blur) if value is not None), default=None)
+    lowest = limits.lowest_blur
     candidates = Candidates.for_event(event_id, engine)
     with connection.cursor() as cursor:
         if lowest is None or candidates.unidentifiable_dnp:
             # Not measured, or a DNP member nobody can recognise: every face may be theirs.
             cursor.execute(PHOTOS_WITH_FACES, [event_id, engine])
         else:
-            cursor.execute(CANDIDATE_PHOTOS, [event_id, engine, EDGE_FRACTION, dnp, 1.0 - lowest])
+            parameters = [event_id, engine, EDGE_FRACTION, limits.unsure_norm, dnp, 1.0 - lowest]
+            cursor.execute(CANDIDATE_PHOTOS, parameters)
         return [row[0] for row in cursor.fetchall()]

@@ -14,6 +14,7 @@ import numpy as np
 from faces import thresholds
 from faces.geometry import hidden_share
 from faces.models import EventMember, Face, SubjectReference
+from faces.quality import FaceQuality
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,14 @@ UNSURE_HIDDEN_SHARE = 0.08
 
 
 @dataclass(frozen=True)
+class FaceView:
+    """What the blur decision knows of a face beside its similarities."""
+
+    quality: FaceQuality
+    hidden_share: float  # of the face past the image edge (1.0: the image's size is unknown)
+
+
+@dataclass(frozen=True)
 class PhotoMatch:
     """A photo's faces against its event's candidates, under one engine's thresholds."""
 
@@ -68,11 +77,14 @@ class PhotoMatch:
     candidates: Candidates
     similarity: np.ndarray  # (F, U)
     limits: thresholds.Thresholds
-    # Each face's blur threshold, from its width in pixels (small faces embed worse); NaN: not measured.
-    blur_at: np.ndarray  # (F,)
-    # Faces cut by the image edge past UNSURE_HIDDEN_SHARE: their embedding says little, so they count
-    # as reaching every DNP member (blurred wherever a DNP member's face could be).
-    unsure: np.ndarray  # (F,) bool
+    # (F, U): each face reaches each candidate at its own blur threshold (which depends on how well it was
+    # seen); None when a threshold is not measured (every face is blurred).
+    similar: np.ndarray | None
+    # (F,): faces that cannot be told apart from a DNP member, so they count as reaching every one: cut by
+    # the image edge past UNSURE_HIDDEN_SHARE, or too poorly seen to judge (Thresholds.too_poor).
+    unsure: np.ndarray
+    # (F,): the faces too poorly seen to judge (a track's: when all its faces are): they join no cluster.
+    too_poor: np.ndarray
 
     @classmethod
     def for_faces(cls, faces: list[Face], event_id, engine: str, size: tuple[int, int] | None) -> "PhotoMatch":
@@ -80,33 +92,39 @@ class PhotoMatch:
         A clip's faces (with a track) are matched track by track."""
         candidates = Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
-        geometry = [face_geometry(face, size) for face in faces]
-        match = cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), geometry)
+        views = [face_view(face, size) for face in faces]
+        match = cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), views)
         return match.by_track() if faces and faces[0].track is not None else match
 
     @classmethod
-    def of(cls, faces, candidates, similarity, limits: thresholds.Thresholds, geometry: list) -> "PhotoMatch":
-        """The match; `geometry` holds each face's (width in pixels or None, hidden share past the edge)."""
-        blur_at = np.array([_or_nan(limits.blur_for(width)) for width, _ in geometry], dtype=np.float32)
-        unsure = np.array([hidden >= UNSURE_HIDDEN_SHARE for _, hidden in geometry], dtype=bool)
-        return cls(faces, candidates, similarity, limits, blur_at, unsure)
+    def of(cls, faces, candidates, similarity, limits: thresholds.Thresholds, views: list[FaceView]) -> "PhotoMatch":
+        """The match of faces whose similarities to the candidates are `similarity`, seen as `views` say."""
+        blur_at = [limits.blur_for(view.quality) for view in views]
+        too_poor = np.array([limits.too_poor(view.quality) for view in views], dtype=bool)
+        cut = np.array([view.hidden_share >= UNSURE_HIDDEN_SHARE for view in views], dtype=bool)
+        similar = None if None in blur_at else similarity >= np.array(blur_at, dtype=np.float32).reshape(-1, 1)
+        return cls(faces, candidates, similarity, limits, similar, cut | too_poor, too_poor)
 
     def by_track(self) -> "PhotoMatch":
         """One identity per track (a clip's faces linked across frames, faces/media/tracks.py).
 
-        A track is a bag of embeddings: each face takes its track's best similarity to each
-        candidate, never that of an averaged vector, and the lowest blur threshold of its faces.
-        It is unsure only when every face of it is: one face cut by the edge as the guest walks
-        in says nothing against the track's whole faces.
+        A track is a bag of embeddings, never an averaged vector: it reaches a candidate when any of its
+        faces does at that face's own threshold (its best-seen faces decide; a motion-blurred face is held
+        to the lower threshold of a poorly seen one), and each face takes its track's best similarity to
+        each candidate for the match. It is unsure only when every face of it is: one face cut by the edge
+        as the guest walks in says nothing against the track's whole faces.
         """
         tracks = np.array([face.track for face in self.faces])
-        similarity, blur_at, unsure = self.similarity.copy(), self.blur_at.copy(), self.unsure.copy()
+        similarity, unsure, too_poor = self.similarity.copy(), self.unsure.copy(), self.too_poor.copy()
+        similar = None if self.similar is None else self.similar.copy()
         for track in np.unique(tracks):
             rows = tracks == track
             similarity[rows] = similarity[rows].max(axis=0)
-            blur_at[rows] = blur_at[rows].min()  # NaN (not measured) stays NaN: fail closed
             unsure[rows] = unsure[rows].all()
-        return PhotoMatch(self.faces, self.candidates, similarity, self.limits, blur_at, unsure)
+            too_poor[rows] = too_poor[rows].all()
+            if similar is not None:
+                similar[rows] = similar[rows].any(axis=0)
+        return PhotoMatch(self.faces, self.candidates, similarity, self.limits, similar, unsure, too_poor)
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         """Per face: (matched user or None, best similarity or None when there is no candidate)."""
@@ -132,10 +150,10 @@ class PhotoMatch:
 
     def blurred(self, viewer: uuid.UUID | None = None) -> list[bool]:
         """Per face: blurred in the public file (viewer None) or in DNP member `viewer`'s own file."""
-        if np.isnan(self.blur_at).any():
+        if self.similar is None:
             return [True] * len(self.faces)
         dnp_columns = np.flatnonzero(self.candidates.dnp)
-        reaches = (self.similarity[:, dnp_columns] >= self.blur_at[:, None]) | self.unsure[:, None]  # (F, D)
+        reaches = self.similar[:, dnp_columns] | self.unsure[:, None]  # (F, D)
         own = [i for i, column in enumerate(dnp_columns) if self.candidates.user_ids[column] == viewer]
         others = np.delete(reaches, own, axis=1).any(axis=1)
         if viewer is None:
@@ -160,16 +178,13 @@ def faces_to_blur(photo, viewer: uuid.UUID | None = None) -> list[Face]:
     return [face for face, blur in zip(faces, match.blurred(viewer), strict=True) if blur]
 
 
-def face_geometry(face: Face, size: tuple[int, int] | None) -> tuple[float | None, float]:
-    """(width in pixels, share of the face hidden past the image edge) of a stored face."""
-    if size is None:
-        return None, 1.0
-    box = (face.box_x, face.box_y, face.box_w, face.box_h)
-    return face.box_w * size[0], hidden_share(box, *size)
-
-
-def _or_nan(value: float | None) -> float:
-    return float("nan") if value is None else value
+def face_view(face: Face, size: tuple[int, int] | None) -> FaceView:
+    """A stored face's quality and share hidden past the image edge; an unknown size (None) makes it small and
+    wholly hidden."""
+    width = None if size is None else size[0]
+    quality = FaceQuality.of(face.box_w, face.landmarks, face.embedding_norm, width)
+    hidden = 1.0 if size is None else hidden_share((face.box_x, face.box_y, face.box_w, face.box_h), *size)
+    return FaceView(quality, hidden)
 
 
 def record_matches(match: PhotoMatch) -> None:

@@ -12,7 +12,15 @@ from pathlib import Path
 
 import numpy as np
 
-from faces.engines.base import Detection, FaceEngine, ModelsMissing, ProviderUnavailable, to_unit_512
+from faces.engines.base import (
+    EMBEDDING_DIMENSIONS,
+    Detection,
+    Embedded,
+    FaceEngine,
+    ModelsMissing,
+    ProviderUnavailable,
+    mirrored_average,
+)
 from faces.engines.packs import ModelFileRejected, ModelPack
 from faces.engines.passes import Passes
 from faces.engines.pyramid import SHAPE_BUCKETS, Plan, PyramidDetector
@@ -95,7 +103,7 @@ class InsightFaceEngine(FaceEngine):
     ) -> list[Detection]:
         pyramid = self._pyramid_for(plan) if plan else self._pyramid
         found = pyramid.detect(image, small_faces=small_faces, between=between)
-        return [Detection(box.astype(np.float32), points.astype(np.float32), score) for box, points, score in found]
+        return [_detection(face, _detection(turned) if turned is not None else None) for face, turned in found]
 
     def _pyramid_for(self, plan: Plan) -> PyramidDetector:
         """The pyramid of a plan, built once; every plan runs on the engine's passes (its sessions)."""
@@ -103,14 +111,15 @@ class InsightFaceEngine(FaceEngine):
             self._pyramids[plan] = PyramidDetector(self._fine or self._overview, plan, overview_passes=self._overview)
         return self._pyramids[plan]
 
-    def embed_many(self, image: np.ndarray, detections: list[Detection]) -> np.ndarray:
+    def embed_many(self, image: np.ndarray, detections: list[Detection]) -> Embedded:
         from insightface.utils.face_align import norm_crop
 
         if not detections:
-            return np.zeros((0, 512), dtype=np.float32)
+            return Embedded(np.zeros((0, EMBEDDING_DIMENSIONS), np.float32), np.zeros(0, np.float32))
         aligned = [norm_crop(image, landmark=d.landmarks, image_size=ALIGNED_SIZE) for d in detections]
-        features = self._embed(aligned)
-        return np.stack([to_unit_512(feature) for feature in features])
+        mirrored = [np.ascontiguousarray(face[:, ::-1]) for face in aligned]
+        features = self._embed(aligned + mirrored)
+        return mirrored_average(features[: len(aligned)], features[len(aligned) :])
 
     def _embed(self, aligned: list[np.ndarray]) -> np.ndarray:
         """(N, dims) features. On a GPU the faces go in batches of RECOGNISER_BATCHES' sizes (the last one
@@ -130,6 +139,11 @@ class InsightFaceEngine(FaceEngine):
         for size in RECOGNISER_BATCHES:
             self._recognizer.get_feat([np.zeros((ALIGNED_SIZE, ALIGNED_SIZE, 3), np.uint8)] * size)
         return [(ALIGNED_SIZE * size, ALIGNED_SIZE) for size in RECOGNISER_BATCHES]
+
+
+def _detection(found, turned: Detection | None = None) -> Detection:
+    box, points, score = found
+    return Detection(box.astype(np.float32), points.astype(np.float32), score, turned)
 
 
 def _padded_count(count: int, sizes: tuple[int, ...]) -> int:

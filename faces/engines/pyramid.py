@@ -35,7 +35,11 @@ half are completed; only boxes that reach past the edge are kept.
 Faces turned in the picture itself (90, 180, 270 degrees: a guest lying down, a child upside
 down) are past what SCRFD finds (about 60 degrees): the coarser levels run again on the photo
 turned each quarter (shrunk to the first of them before it is turned), and what they find is
-turned back. Their landmarks keep their meaning, so each face is embedded upright.
+turned back. Their landmarks keep their meaning. Upright first: a turned face adds a face only where
+the upright levels found none; where they found the same face, it comes back as that face's turned
+view, and the engine keeps the upright one unless the recogniser sees the turned one far better
+(faces/engines/base.py, `upright_first`). A turned level may score an upright face higher than the
+upright levels do, with its mouth above its eyes.
 
 The cost is almost all the finest level: fine_scale² times the photo's pixels, plus
 the tile overlaps and 1/9 for the coarser levels (about 3.1x the photo's pixels in
@@ -67,6 +71,8 @@ from faces.geometry import iou
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
 Found = tuple[np.ndarray, np.ndarray, float]
+# A face as the upright levels (or, where they found none, a turned level) found it, and its turned view.
+Face = tuple[Found, Found | None]
 
 
 @dataclass(frozen=True)
@@ -179,17 +185,34 @@ class PyramidDetector:
 
     def detect(
         self, image: np.ndarray, *, small_faces: bool = True, between: Callable[[], None] | None = None
-    ) -> list[Found]:
-        """`between`, if given, is called before each tile of each level: it may raise to stop a long detection."""
+    ) -> list[Face]:
+        """Every face with its turned view (None when no turned level found it too). `between`, if given, is
+        called before each tile of each level: it may raise to stop a long detection."""
         between = between or _go_on
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         faces = self._faces(image, levels, between)
-        if small_faces and self.plan.turns:
-            faces += self._turned_faces(image, self._turned_levels(levels), between)
         if self.plan.edge_pass:
             faces += self._across_edges(image, levels[-1])
-        return self._finish(faces, width, height)
+        upright = self._finish(faces, width, height)
+        if not (small_faces and self.plan.turns):
+            return [(face, None) for face in upright]
+        turned = self._finish(self._turned_faces(image, self._turned_levels(levels), between), width, height)
+        return self._upright_first(upright, turned)
+
+    def _upright_first(self, upright: list[Found], turned: list[Found]) -> list[Face]:
+        """Each turned face that is one of the upright faces (NMS's overlap or containment) becomes that face's
+        turned view, the best-scoring one where several are; the others are faces of their own."""
+        views: dict[int, Found] = {}
+        alone = []
+        boxes = np.array([face[0] for face in upright], np.float32).reshape(-1, 4)
+        for face in sorted(turned, key=lambda found: -found[2]):
+            same = _same_face(face[0], boxes, self.plan.nms_iou, self.plan.containment)
+            if same is None:
+                alone.append((face, None))
+            else:
+                views.setdefault(same, face)
+        return [(face, views.get(index)) for index, face in enumerate(upright)] + alone
 
     def _turned_levels(self, levels: list[float]) -> list[float]:
         finest = self.plan.turned_scale
@@ -418,6 +441,21 @@ def turned_back(points: np.ndarray, turn: int, width: int, height: int) -> np.nd
     if turn % 4 == 3:
         return np.stack([y, height - x], axis=1)
     return points
+
+
+def _same_face(box: np.ndarray, boxes: np.ndarray, nms_iou: float, containment: float) -> int | None:
+    """The index of the box in `boxes` that NMS would take `box` for (overlap over nms_iou, or either box
+    `containment` inside the other), the most overlapping; None when there is none."""
+    if not len(boxes):
+        return None
+    x1, y1 = np.maximum(boxes[:, 0], box[0]), np.maximum(boxes[:, 1], box[1])
+    x2, y2 = np.minimum(boxes[:, 2], box[2]), np.minimum(boxes[:, 3], box[3])
+    inter = np.maximum(0.0, x2 - x1) * np.maximum(0.0, y2 - y1)
+    area = max(float((box[2] - box[0]) * (box[3] - box[1])), 1e-9)
+    areas = np.maximum((boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1]), 1e-9)
+    overlap = inter / (area + areas - inter)
+    same = (overlap > nms_iou) | (inter / area >= containment) | (inter / areas >= containment)
+    return int(np.argmax(np.where(same, overlap, -1.0))) if same.any() else None
 
 
 def suppress(boxes: np.ndarray, scores: np.ndarray, iou: float, containment: float | None) -> list[int]:

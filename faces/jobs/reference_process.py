@@ -2,15 +2,20 @@
 
 A reference is a selfie: its face is the dominant one. The small-face pass is skipped
 (it finds faces in posters, crowds and patterns behind the subject), and a second face
-only makes the reference ambiguous (`many_faces`) when it is comparably large.
+only makes the reference ambiguous (`many_faces`) when it is comparably large. A face the
+recogniser saw too poorly to judge (faces/thresholds.py, `too_poor`: eyes closed behind a hand,
+dark, blurred) could not tell its owner from a stranger: it is no usable face (`no_face`), and
+its DNP member stays fail-closed until a better reference is ready.
 """
 
 from django.utils import timezone
 
+from faces import thresholds
 from faces.engines import resident_engine
 from faces.exposure import hide_exposed
 from faces.media.still import Still
 from faces.models import EventMember, SubjectReference
+from faces.quality import FaceQuality, head_turn
 from faces.storage_io import read_object
 from jobqueue.api import JobContext, RowGone, enqueue, enqueue_unless_waiting, register
 
@@ -32,11 +37,14 @@ def reference_process(payload: dict, ctx: JobContext) -> dict:
         raise RowGone(f"reference {payload['reference_id']} does not exist")
     image = Still(read_object(reference.upload_key)).image
     found = resident_engine().analyze(image, small_faces=False)
-    record_reference(reference, dominant_face(found), width=image.shape[1], height=image.shape[0])
+    chosen = dominant_face(found)
+    poor = len(chosen) == 1 and too_poor(chosen[0])
+    record_reference(reference, [] if poor else chosen, width=image.shape[1], height=image.shape[0])
     ready = reference.status == SubjectReference.Status.READY
     hidden = hide_where_dnp(reference.user_id) if ready else 0
     events = reprocess_member_events(reference) if ready else []
-    return {"faces": len(found), "status": reference.status, "hidden": hidden, "reprocess_events": len(events)}
+    result = {"faces": len(found), "status": reference.status, "hidden": hidden, "reprocess_events": len(events)}
+    return result | ({"detail": "face_too_poor"} if poor else {})
 
 
 def hide_where_dnp(user_id) -> int:
@@ -56,6 +64,12 @@ def dominant_face(found: list) -> list:
     if len(by_area) >= 2 and _area(by_area[0]) < DOMINANCE * _area(by_area[1]):
         return by_area
     return by_area[:1]
+
+
+def too_poor(face) -> bool:
+    """Whether the recogniser saw the reference's face too poorly to judge anyone against it."""
+    quality = FaceQuality(float(face.box[2] - face.box[0]), head_turn(face.landmarks), face.embedding_norm)
+    return thresholds.for_engine(face.engine).too_poor(quality)
 
 
 def _area(face) -> float:

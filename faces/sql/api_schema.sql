@@ -92,6 +92,7 @@ CREATE TABLE faces (
     engine              text NOT NULL,
     frame_time          double precision,           -- seconds from the first frame; NULL for stills
     track               integer,                    -- faces of one clip linked across frames; NULL for stills
+    embedding_norm      real,                       -- the recogniser's feature norm: how well it saw a face
     matched_user_id     uuid,
     similarity          real,
     unknown_cluster_id  uuid REFERENCES unknown_clusters (id) ON DELETE SET NULL,

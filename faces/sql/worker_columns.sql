@@ -1,5 +1,6 @@
 -- The columns the worker writes beyond the API's first schema (docs/ARCHITECTURE.md §2): the media
--- columns (§11) and the blur a photo's files were rendered with (§5, "Re-render only what changes").
+-- columns (§11), the blur a photo's files were rendered with (§5, "Re-render only what changes") and how
+-- well the recogniser saw each face (§6, "The blur decision").
 -- For a database made from the mirror before they were in it: the API's own migration adds the same.
 -- Idempotent.
 ALTER TABLE photos ADD COLUMN IF NOT EXISTS media_type text
@@ -8,3 +9,4 @@ ALTER TABLE photos ADD COLUMN IF NOT EXISTS duration_ms integer;
 ALTER TABLE photos ADD COLUMN IF NOT EXISTS render_plan jsonb;
 ALTER TABLE faces ADD COLUMN IF NOT EXISTS frame_time double precision;
 ALTER TABLE faces ADD COLUMN IF NOT EXISTS track integer;
+ALTER TABLE faces ADD COLUMN IF NOT EXISTS embedding_norm real;

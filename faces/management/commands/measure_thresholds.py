@@ -1,343 +1,217 @@
-"""`python manage.py measure_thresholds DIR`: genuine/impostor similarity of the configured engine.
+"""`python manage.py measure_thresholds DIR`: how often the blur decision leaves a DNP member visible, and at what
+price to strangers, on real photos of real people.
 
-DIR holds one folder of face images per person. Each image contributes its
-largest detected face. Genuine pairs are two images of one person, impostor
-pairs two images of different people. A folder named `group_*` holds group
-photos of strangers: every face there (at least --min-face px wide) is its own
-person, so it only ever makes impostor pairs.
+DIR holds one folder of photos per person (`scripts/make_real_faces_set.py` writes such a set); a folder
+named `group_*` holds strangers only (every face there is its own person). Each photo gives its largest
+face, seen as a job sees an upload; each person's most frontal large photo is their reference, as a DNP
+member's selfie would be; then every person is the DNP member in turn (faces/measurement/).
 
-Small faces embed worse, so a second section measures each face at the sizes in
---sizes: the whole image is downscaled so that the face is S px wide (never
-upscaled), plus a variant blurred after scaling to --blur-size, and that variant once more
-re-encoded as a JPEG of --jpeg-quality (what a phone's or a browser's re-encode leaves of a
-small blurred face: the committed small-face threshold rests on it), and the engine's
-full `analyze` runs on it. The detection overlapping the scaled box is compared
-with the other images of the same person at full resolution (genuine) and with
-every other person's full-resolution faces (impostor); a face the engine no
-longer finds is counted as missed. Per size it prints the blur threshold that
->= 99 % of genuine pairs reach, what that threshold costs (strangers blurred),
-and a recommended `Thresholds` line. docs/ARCHITECTURE.md §6 cites the output.
-Nothing is written anywhere.
+It prints, for the committed thresholds and for the ones the written rule recommends: per condition (face
+width, head turn, detector score, embedding norm, and the same faces shrunk, blurred and re-encoded, or
+darkened) the share of the members' own faces left visible and the share of strangers' faces blurred; the
+ROC between them at flat thresholds; the recommended `Thresholds` line and a two-fold check of the rule.
+Nothing is written anywhere. docs/ARCHITECTURE.md §6 and docs/MEASUREMENTS.md cite the output.
 """
 
 import itertools
-import math
-from dataclasses import dataclass, field
+import time
 from pathlib import Path
 
-import cv2
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from faces.engines import resident_engine
-from faces.geometry import iou
-from faces.media.still import Still
-from faces.thresholds import Thresholds
-from jobqueue.api import PermanentJobError
+from faces.measurement.probes import AS_TAKEN, Condition, Missed, Probe, derived_probes, read_set, references
+from faces.measurement.recommend import BUDGETS, recommend, two_fold
+from faces.measurement.verdicts import Pairs, blurred, verdict
+from faces.thresholds import Thresholds, for_engine
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
-DEFAULT_CANDIDATES = "0.15,0.20,0.25,0.30,0.35,0.40,0.45,0.50,0.55,0.60"
-GROUP_PREFIX = "group_"
-# A re-detected face must overlap the scaled box this much (intersection over union).
-MIN_IOU = 0.3
-# Few identities are measured: blur sits this far below match (the bias is toward blurring).
-BLUR_MARGIN = 0.10
-STEP = 0.05  # recommended thresholds are multiples of this
-
-
-@dataclass(frozen=True)
-class Face:
-    identity: str  # the person folder, or "group_x/photo.jpg#3" for a stranger
-    image: Path
-    box: np.ndarray
-    embedding: np.ndarray
-    stranger: bool
-
-    @property
-    def width(self) -> float:
-        return float(self.box[2] - self.box[0])
-
-
-@dataclass(frozen=True)
-class Condition:
-    label: str
-    size: int | None = None  # face width in px; None: the image as it is
-    sigma: float | None = None  # Gaussian blur after scaling
-    jpeg: int | None = None  # then re-encoded as a JPEG of this quality
-
-
-@dataclass
-class Row:
-    """Directed pairs: a probe face (at the condition's size) against full-resolution references."""
-
-    condition: Condition
-    probes: int = 0
-    missed: int = 0
-    genuine: list[float] = field(default_factory=list)
-    impostor: list[float] = field(default_factory=list)
-    # For each probe and each person it is not: its best similarity to that person's images.
-    stranger_best: list[float] = field(default_factory=list)
-
-    @property
-    def floor(self) -> float | None:
-        """The threshold >= 99 % of genuine pairs reach, rounded down to 0.01."""
-        return math.floor(genuine_p1(self.genuine) * 100) / 100 if self.genuine else None
+DERIVED = (
+    Condition("48 px", 48),
+    Condition("32 px", 32),
+    Condition("24 px", 24),
+    Condition("24 px, blurred, JPEG q75", 24, sigma=1.2, jpeg=75),
+    Condition("low light, JPEG q75", dark=True, jpeg=75),
+)
+ROC_THRESHOLDS = (0.05, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
+STRONG_TURN = 0.5
 
 
 class Command(BaseCommand):
-    help = "Print genuine/impostor similarity distributions, FAR/FRR at candidate thresholds, and per face size."
+    help = "How often the blur decision leaves a DNP member visible, and what it costs strangers, per condition."
 
     def add_arguments(self, parser):
         parser.add_argument("directory", type=Path)
-        parser.add_argument("--candidates", default=DEFAULT_CANDIDATES, help="comma-separated thresholds")
-        parser.add_argument("--sizes", default="24,32,48,64,96", help="face widths (px) to downscale to")
-        parser.add_argument("--blur-size", type=int, default=24, help="face width of the blurred variant")
-        parser.add_argument("--blur-sigma", type=float, default=1.2, help="Gaussian sigma after scaling")
         parser.add_argument(
-            "--jpeg-quality", type=int, default=75, help="the blurred variant re-encoded as a JPEG of this quality"
+            "--derived-per-person", type=int, default=3, help="photos per person shrunk, blurred, darkened"
         )
         parser.add_argument("--min-face", type=float, default=20.0, help="group_ faces narrower (px) are ignored")
 
-    def handle(self, *args, directory: Path, candidates: str, **options):
+    def handle(self, *args, directory: Path, derived_per_person: int, min_face: float, **options):
         if not directory.is_dir():
             raise CommandError(f"{directory} is not a folder (it should hold one folder of photos per person)")
-        folders = sorted(p for p in directory.iterdir() if p.is_dir())
-        if len(folders) < 2:
+        if sum(1 for path in directory.iterdir() if path.is_dir()) < 2:
             raise CommandError(f"{directory} must hold at least two person folders")
-        engine = resident_engine()
-        faces = [face for folder in folders for face in self._faces(engine, folder, options["min_face"])]
-        people = [folder.name for folder in folders if not folder.name.startswith(GROUP_PREFIX)]
-        embeddings = {name: [f.embedding for f in faces if f.identity == name] for name in people}
-        embeddings |= {f.identity: [f.embedding] for f in faces if f.stranger}
-        genuine, impostor = pair_similarities(embeddings)
-        if not genuine.size or not impostor.size:
-            raise CommandError("need at least two usable images for one person and faces of two people")
-        images = sum(1 for f in faces if not f.stranger)
-        self.stdout.write(f"engine={engine.name} people={len(people)} images={images}")
-        if strangers := [f for f in faces if f.stranger]:
-            photos = len({f.image for f in strangers})
-            self.stdout.write(f"group_photos={photos} strangers={len(strangers)} (every group_ face, impostor only)")
-        self.stdout.write(f"genuine_pairs={len(genuine)} impostor_pairs={len(impostor)}\n")
-        self._write_distributions(genuine, impostor)
-        self._write_rates(genuine, impostor, [float(t) for t in candidates.split(",")])
-        rows = measure_sizes(engine, faces, conditions(options))
-        self._write_sizes(rows)
-        self._write_recommendation(rows)
+        engine, started = resident_engine(), time.monotonic()
+        probes = read_set(engine, directory, min_face=min_face, skipped=self._skipped)
+        chosen = references(probes)
+        if not chosen:
+            raise CommandError("no person has two usable photos: nobody can be a DNP member with a reference")
+        seen = list(derived_probes(engine, probes, list(DERIVED), derived_per_person))
+        derived = [one for one in seen if isinstance(one, Probe)]
+        pairs = Pairs.of(probes + derived, chosen)
+        self._header(engine.name, probes, chosen, seen, pairs, time.monotonic() - started)
+        committed = for_engine(engine.name)
+        recommended, _ = recommend(pairs)
+        self._roc(pairs)
+        self._conditions(pairs, seen, {"committed": committed, "recommended": recommended})
+        self._members(pairs, {"committed": committed, "recommended": recommended})
+        self._recommendation(pairs, recommended)
 
-    def _faces(self, engine, folder: Path, min_face: float) -> list[Face]:
-        stranger = folder.name.startswith(GROUP_PREFIX)
-        result = []
-        for path in sorted(folder.iterdir()):
-            if path.suffix.lower() not in IMAGE_SUFFIXES:
-                continue
-            try:
-                found = engine.analyze(Still(path.read_bytes()).image)
-            except PermanentJobError as error:
-                self.stderr.write(f"skipped {path}: {error}")
-                continue
-            if not found:
-                self.stderr.write(f"skipped {path}: no face")
-                continue
-            if stranger:
-                wide = [f for f in found if f.box[2] - f.box[0] >= min_face]
-                name = f"{folder.name}/{path.name}"
-                result += [Face(f"{name}#{i}", path, f.box, f.embedding, True) for i, f in enumerate(wide)]
-            else:
-                largest = max(found, key=lambda f: (f.box[2] - f.box[0]) * (f.box[3] - f.box[1]))
-                result.append(Face(folder.name, path, largest.box, largest.embedding, False))
-        return result
+    def _skipped(self, path: Path, reason: str) -> None:
+        self.stderr.write(f"skipped {path}: {reason}")
 
-    def _write_distributions(self, genuine: np.ndarray, impostor: np.ndarray) -> None:
-        self.stdout.write("| pairs | min | p1 | p5 | median | p95 | p99 | max |\n|---|---|---|---|---|---|---|---|")
-        for label, values in (("genuine", genuine), ("impostor", impostor)):
-            q = np.percentile(values, [0, 1, 5, 50, 95, 99, 100])
-            self.stdout.write(f"| {label} | " + " | ".join(f"{v:.3f}" for v in q) + " |")
+    def _header(self, engine: str, probes, chosen, seen, pairs: Pairs, seconds: float) -> None:
+        people = {one.person for one in probes if not one.stranger}
+        strangers = sum(1 for one in probes if one.stranger)
+        missed = sum(1 for one in seen if isinstance(one, Missed))
+        self.stdout.write(
+            f"engine={engine} people={len(people)} photos={sum(1 for one in probes if not one.stranger)} "
+            f"group_strangers={strangers} members={len(chosen)} derived={len(seen) - missed} derived_missed={missed} "
+            f"own_faces={int(pairs.genuine.sum())} stranger_pairs={int(pairs.stranger.sum())} seconds={seconds:.0f}"
+        )
 
-    def _write_rates(self, genuine: np.ndarray, impostor: np.ndarray, thresholds: list[float]) -> None:
-        self.stdout.write("\n| threshold | false accept (impostor >= t) | false reject (genuine < t) |\n|---|---|---|")
-        for threshold in thresholds:
-            far = int((impostor >= threshold).sum())
-            frr = int((genuine < threshold).sum())
+    def _roc(self, pairs: Pairs) -> None:
+        """Flat thresholds (no quality, nobody unsure), in the conditions where faces are hardest."""
+        groups = {
+            "all": np.ones(len(pairs.probes), dtype=bool),
+            f"head turn >= {STRONG_TURN}": pairs.head_turn >= STRONG_TURN,
+            "narrower than 32 px": np.array([one.quality.width_px < 32 for one in pairs.probes]),
+            "low light": np.array([one.condition.dark for one in pairs.probes]),
+        }
+        self.stdout.write(
+            "\n## ROC: flat thresholds\n\nEach cell: the members' own faces left visible / strangers' faces blurred "
+            "(all pairs).\n\n| threshold | " + " | ".join(groups) + " |\n|---|" + "---|" * len(groups)
+        )
+        for threshold in ROC_THRESHOLDS:
+            cells = []
+            for rows in groups.values():
+                part = pairs.subset(rows)
+                reached = part.similarity >= threshold
+                visible, blurred = (
+                    _share(part.genuine & ~reached, part.genuine),
+                    _share(part.stranger & reached, part.stranger),
+                )
+                cells.append(f"{visible} / {blurred}")
+            self.stdout.write(f"| {threshold:.2f} | " + " | ".join(cells) + " |")
+
+    def _conditions(self, pairs: Pairs, seen, decisions: dict[str, Thresholds]) -> None:
+        self.stdout.write(
+            "\n## The blur decision by condition\n\nThe members' own faces left visible, and strangers' faces "
+            "blurred (all pairs), under each decision.\n\n| condition | own faces | "
+            + " | ".join(f"visible ({name})" for name in decisions)
+            + " | stranger pairs | "
+            + " | ".join(f"blurred ({name})" for name in decisions)
+            + " |\n|---|---:|"
+            + "---:|" * len(decisions)
+            + "---:|"
+            + "---:|" * len(decisions)
+        )
+        outcomes = {name: blurred(pairs, limits) for name, limits in decisions.items()}
+        for label, rows in conditions(pairs):
+            genuine, stranger = pairs.genuine[rows], pairs.stranger[rows]
+            visible = [_share(genuine & ~blur[rows], genuine) for blur in outcomes.values()]
+            strangers = [_share(stranger & blur[rows], stranger) for blur in outcomes.values()]
             self.stdout.write(
-                f"| {threshold:.2f} | {far}/{len(impostor)} ({far / len(impostor):.2%}) "
-                f"| {frr}/{len(genuine)} ({frr / len(genuine):.2%}) |"
+                f"| {label} | {int(genuine.sum())} | "
+                + " | ".join(visible)
+                + f" | {int(stranger.sum())} | "
+                + " | ".join(strangers)
+                + " |"
+            )
+        missed = [one for one in seen if isinstance(one, Missed)]
+        for condition in DERIVED:
+            count = sum(1 for one in missed if one.condition == condition)
+            if count:
+                self.stdout.write(f"not found again, {condition.label}: {count} (counted nowhere above)")
+
+    def _members(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
+        self.stdout.write(
+            "\n## Per DNP member\n\n| decision | own faces visible | strangers blurred per member: mean | worst |"
+        )
+        self.stdout.write("|---|---:|---:|---|")
+        for name, limits in decisions.items():
+            found = verdict(pairs, limits)
+            worst = pairs.members[int(np.argmax(found.strangers_blurred))] if found.strangers_blurred.size else "-"
+            self.stdout.write(
+                f"| {name} | {found.visible}/{found.faces} ({found.visible_share:.2%}) | {found.strangers_mean:.2%} "
+                f"| {found.strangers_worst:.2%} ({worst}) |"
             )
 
-    def _write_sizes(self, rows: list[Row]) -> None:
+    def _recommendation(self, pairs: Pairs, recommended: Thresholds) -> None:
+        self.stdout.write(f"\nRecommended: {thresholds_line(recommended)}")
         self.stdout.write(
-            "\n## Per face size\n\nEach face downscaled (whole image) to the width, re-detected, and compared with "
-            "full-resolution faces: genuine = the same person's other images, impostor = everyone else's "
-            "(directed pairs). blur = the 1st percentile of genuine, rounded down: >= 99 % of genuine pairs reach "
-            "it. Stranger faces blurred: a face at that size against one person's images (best of them), for every "
-            "person it is not.\n\n"
-            "| face width | faces | missed | genuine n | min | p1 | median | impostor n | p99 | max | blur "
-            "| impostor pairs >= blur | stranger faces blurred |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+            f"rule: faces/measurement/recommend.py: the fewest own faces visible with strangers blurred <= "
+            f"{BUDGETS['large']:.1%} per member on average ({BUDGETS['small']:.0%} for faces under 32 px); "
+            "match above every stranger pair"
         )
-        for row in rows:
-            self.stdout.write(size_line(row, row.floor))
-
-    def _write_recommendation(self, rows: list[Row]) -> None:
-        recommended, notes = recommend(rows)
         self.stdout.write(
-            f"\nRecommended: Thresholds(match={recommended.match:.2f}, blur={recommended.blur:.2f}, "
-            f"cluster={recommended.cluster:.2f}, small_face_blur={recommended.small_face_blur:.2f}, "
-            f"small_face_px={recommended.small_face_px})"
+            "\n## Two-fold check\n\n| chosen on one half, tried on the other | own faces visible "
+            "| strangers blurred per member: mean | worst |\n|---|---:|---:|---:|"
         )
-        for note in notes:
-            self.stdout.write(note)
-        self.stdout.write(
-            "\n### Price of the recommended blur\n\n| face width | blur | genuine pairs below (missed DNP faces) "
-            "| impostor pairs >= blur | stranger faces blurred |\n|---|---|---|---|---|"
-        )
-        for row in rows:
-            # Full resolution counts as wide (blur_for(None) would treat it as small).
-            self.stdout.write(price_line(row, recommended.blur_for(row.condition.size or math.inf)))
+        for limits, found in two_fold(pairs):
+            self.stdout.write(
+                f"| {thresholds_line(limits)} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
+                f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} |"
+            )
 
 
-def pair_similarities(embeddings: dict[str, list[np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    genuine = [float(a @ b) for vectors in embeddings.values() for a, b in itertools.combinations(vectors, 2)]
-    impostor = [
-        float(a @ b)
-        for (_, first), (_, second) in itertools.combinations(embeddings.items(), 2)
-        for a in first
-        for b in second
+def conditions(pairs: Pairs) -> list[tuple[str, np.ndarray]]:
+    """(label, rows) of every condition the report breaks the faces down by."""
+    probes = pairs.probes
+    as_taken = np.array([one.condition == AS_TAKEN for one in probes])
+    width = np.array([one.quality.width_px for one in probes], dtype=np.float32)
+    norm = np.array([_or(one.quality.embedding_norm, np.nan) for one in probes], dtype=np.float32)
+    score = np.array([one.score for one in probes], dtype=np.float32)
+    rows = [("all, as taken", as_taken)]
+    rows += _buckets("face width, px", width, (32, 64, 128), as_taken)
+    rows += _buckets("head turn", pairs.head_turn, (0.2, 0.35, 0.5), as_taken)
+    rows += _buckets("detector score", score, (0.7, 0.8), as_taken)
+    rows += _buckets("embedding norm", norm, (17, 20, 23), as_taken)
+    rows += [
+        (f"shown as {condition.label}", np.array([one.condition == condition for one in probes]))
+        for condition in DERIVED
     ]
-    return np.array(genuine), np.array(impostor)
-
-
-# -- per face size -------------------------------------------------------------
-
-
-def conditions(options: dict) -> list[Condition]:
-    sizes = sorted((int(s) for s in options["sizes"].split(",")), reverse=True)
-    size, sigma, quality = options["blur_size"], options["blur_sigma"], options["jpeg_quality"]
-    return [
-        Condition("full res"),
-        *(Condition(f"{s} px", s) for s in sizes),
-        Condition(f"{size} px + blur sigma {sigma:g}", size, sigma),
-        Condition(f"{size} px + blur sigma {sigma:g} + JPEG q{quality}", size, sigma, quality),
-    ]
-
-
-def measure_sizes(engine, faces: list[Face], wanted: list[Condition]) -> list[Row]:
-    rows = [Row(condition) for condition in wanted]
-    for path in dict.fromkeys(face.image for face in faces):
-        pixels = Still(path.read_bytes()).image
-        for probe in (face for face in faces if face.image == path):
-            for row in rows:
-                if row.condition.size is None:
-                    add_probe(row, probe, probe.embedding, faces)
-                elif probe.width >= row.condition.size:  # never upscale
-                    add_probe(row, probe, embed_at(engine, pixels, probe.box, row.condition), faces)
     return rows
 
 
-def embed_at(engine, pixels: np.ndarray, box: np.ndarray, condition: Condition) -> np.ndarray | None:
-    """The embedding of the face in `box` once the whole image is scaled (and blurred) as `condition` says;
-    None when the engine does not find it there."""
-    scale = condition.size / float(box[2] - box[0])
-    height, width = pixels.shape[:2]
-    size = (max(1, round(width * scale)), max(1, round(height * scale)))
-    small = cv2.resize(pixels, size, interpolation=cv2.INTER_AREA)
-    if condition.sigma:
-        small = cv2.GaussianBlur(small, (0, 0), condition.sigma)
-    if condition.jpeg:
-        encoded = cv2.imencode(".jpg", small, [cv2.IMWRITE_JPEG_QUALITY, condition.jpeg])[1]
-        small = cv2.imdecode(encoded, cv2.IMREAD_COLOR)
-    expected = np.asarray(box, dtype=np.float64) * scale
-    found = [(iou(face.box, expected), face) for face in engine.analyze(small)]
-    overlap, face = max(found, key=lambda pair: pair[0], default=(0.0, None))
-    return face.embedding if overlap >= MIN_IOU else None
-
-
-def add_probe(row: Row, probe: Face, embedding: np.ndarray | None, faces: list[Face]) -> None:
-    row.probes += 1
-    if embedding is None:
-        row.missed += 1
-        return
-    for reference in faces:
-        if reference.identity != probe.identity:
-            row.impostor.append(float(embedding @ reference.embedding))
-        elif reference.image != probe.image:
-            row.genuine.append(float(embedding @ reference.embedding))
-    people = {face.identity for face in faces if not face.stranger and face.identity != probe.identity}
-    for person in sorted(people):
-        row.stranger_best.append(max(float(embedding @ f.embedding) for f in faces if f.identity == person))
-
-
-def genuine_p1(values: list[float]) -> float:
-    """The 1st percentile taken as an observed value at or below it, so >= 99 % of values reach it."""
-    return float(np.percentile(values, 1, method="lower"))
-
-
-def size_line(row: Row, threshold: float | None) -> str:
-    gen, imp, best = np.array(row.genuine), np.array(row.impostor), np.array(row.stranger_best)
-    cells = [row.condition.label, str(row.probes), str(row.missed), str(gen.size)]
-    cells += [f"{gen.min():.3f}", f"{genuine_p1(row.genuine):.3f}", f"{np.median(gen):.3f}"] if gen.size else ["-"] * 3
-    cells += [str(imp.size)] + ([f"{np.percentile(imp, 99):.3f}", f"{imp.max():.3f}"] if imp.size else ["-"] * 2)
-    if threshold is None:
-        cells += ["-", "-", "-"]
-    else:
-        cells += [f"{threshold:.2f}", share(imp >= threshold), share(best >= threshold)]
-    return "| " + " | ".join(cells) + " |"
-
-
-def price_line(row: Row, threshold: float) -> str:
-    gen, imp, best = np.array(row.genuine), np.array(row.impostor), np.array(row.stranger_best)
-    cells = [row.condition.label, f"{threshold:.2f}", share(gen < threshold), share(imp >= threshold)]
-    return "| " + " | ".join([*cells, share(best >= threshold)]) + " |"
-
-
-def share(hits: np.ndarray) -> str:
-    return f"{int(hits.sum())}/{hits.size} ({hits.mean():.2%})" if hits.size else "-"
-
-
-# -- recommendation --------------------------------------------------------------
-
-
-def recommend(rows: list[Row], small_face_px: int = Thresholds.small_face_px) -> tuple[Thresholds, list[str]]:
-    """match at least STEP/2 above every impostor pair at every size; cluster one step stricter; blur
-    BLUR_MARGIN below match for faces >= small_face_px, capped at their genuine floor; small_face_blur at the
-    genuine floor of smaller faces (the blurred variant included). Both floors are rounded down to STEP."""
-    impostor_max = max(max(row.impostor) for row in rows if row.impostor)
-    large_floor, small_floor = genuine_floors(rows, small_face_px)
-    match = round(math.ceil(round((impostor_max + STEP / 2) / STEP, 6)) * STEP, 2)
-    blur = round(min(match - BLUR_MARGIN, _step_down(large_floor)), 2)
-    recommended = Thresholds(
-        match=match,
-        blur=blur,
-        cluster=round(match + STEP, 2),
-        small_face_blur=round(min(blur, _step_down(small_floor)), 2),
-        small_face_px=small_face_px,
-    )
-    rule = (
-        f"rule: match = highest impostor pair at any size ({impostor_max:.3f}) + {STEP / 2}, rounded up to {STEP}; "
-        f"cluster = match + {STEP}; blur = min(match - {BLUR_MARGIN}, genuine floor >= {small_face_px} px "
-        f"({large_floor:.2f}) rounded down to {STEP}); small_face_blur = min(blur, genuine floor "
-        f"< {small_face_px} px ({small_floor:.2f}) rounded down to {STEP})"
-    )
-    return recommended, [rule, *warnings(rows, recommended)]
-
-
-def genuine_floors(rows: list[Row], small_face_px: int) -> tuple[float, float]:
-    """The lowest per-size genuine floor of faces at least small_face_px wide (full res included), and below."""
-    measured = [row for row in rows if row.floor is not None]
-    large = [row.floor for row in measured if (row.condition.size or math.inf) >= small_face_px]
-    small = [row.floor for row in measured if (row.condition.size or math.inf) < small_face_px]
-    large_floor = min(large, default=0.0)
-    return large_floor, min(small, default=large_floor)
-
-
-def warnings(rows: list[Row], recommended: Thresholds) -> list[str]:
-    """Where sharp genuine pairs would not reach match, or faces >= small_face_px would not reach cluster."""
+def _buckets(name: str, values: np.ndarray, edges: tuple, among: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    bounds = [-np.inf, *edges, np.inf]
     result = []
-    for row in (row for row in rows if row.floor is not None and not row.condition.sigma):
-        if row.floor < recommended.match:
-            result.append(f"note: {row.condition.label}: genuine floor {row.floor:.2f} is below match: not matched")
-        if row.floor < recommended.cluster and (row.condition.size or math.inf) >= recommended.small_face_px:
-            result.append(f"note: {row.condition.label}: genuine floor {row.floor:.2f} is below cluster")
+    for low, high in itertools.pairwise(bounds):
+        label = (
+            f"{name} < {high:g}"
+            if low == -np.inf
+            else f"{name} >= {low:g}"
+            if high == np.inf
+            else f"{name} {low:g}-{high:g}"
+        )
+        result.append((label, among & (values >= low) & (values < high)))
     return result
 
 
-def _step_down(value: float) -> float:
-    return math.floor(round(value / STEP, 6)) * STEP
+def thresholds_line(limits: Thresholds) -> str:
+    return (
+        f"Thresholds(match={limits.match:.2f}, blur={limits.blur:.2f}, cluster={limits.cluster:.2f}, "
+        f"poor_face_blur={limits.poor_face_blur:.2f}, small_face_px={limits.small_face_px}, "
+        f"turned_face={limits.turned_face:g}, weak_norm={limits.weak_norm:g}, unsure_norm={limits.unsure_norm:g})"
+    )
+
+
+def _share(hits: np.ndarray, among: np.ndarray) -> str:
+    total = int(among.sum())
+    return f"{int(hits.sum())}/{total} ({hits.sum() / total:.2%})" if total else "-"
+
+
+def _or(value, default):
+    return default if value is None else value

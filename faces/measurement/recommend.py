@@ -1,0 +1,125 @@
+"""The thresholds a measurement recommends, by one written rule (docs/ARCHITECTURE.md §6).
+
+- `blur`, `poor_face_blur`, `weak_norm`, `turned_face`, `unsure_norm`: of every combination on GRID, the one
+  that leaves the fewest of the members' own faces visible while the strangers' faces blurred stay within
+  BUDGETS per member on average, faces at least 32 px wide and smaller ones each within their own (ties:
+  fewer strangers blurred, then the higher thresholds). The viewer's number is the first; the second is
+  what a false blur costs the people beside a DNP guest.
+- `match`: above every stranger pair of the measurement by MATCH_MARGIN, rounded up to MATCH_STEP (a match
+  names a person: it must not name a stranger); `cluster` one MATCH_STEP stricter.
+
+`two_fold` checks that the rule does not merely fit the set: it chooses on half the people and reports
+what the choice does on the other half (the halves fixed by the people's names).
+"""
+
+import itertools
+import math
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+from faces.measurement.verdicts import Pairs, Verdict, verdict
+from faces.thresholds import Thresholds
+
+# The mean share of strangers' faces blurred per member that a recommendation may cost: faces at least 32 px
+# wide, and smaller ones (a small face is a stranger at the back of a group shot; it keeps less of a face).
+BUDGETS = {"large": 0.025, "small": 0.10}
+MATCH_MARGIN = 0.025
+MATCH_STEP = 0.05
+
+
+@dataclass(frozen=True)
+class Grid:
+    unsure_norms: tuple[float, ...] = (0.0, 14.0, 15.0, 16.0, 17.0, 18.0)
+    weak_norms: tuple[float, ...] = (0.0, 19.0, 20.0, 21.0, 22.0, 23.0)
+    turned_faces: tuple[float, ...] = (0.35, 0.5, math.inf)
+    blurs: tuple[float, ...] = tuple(round(0.15 + 0.01 * i, 2) for i in range(16))  # 0.15 .. 0.30
+    poor_blurs: tuple[float, ...] = tuple(round(0.06 + 0.01 * i, 2) for i in range(25))  # 0.06 .. 0.30
+
+
+GRID = Grid()
+
+
+def recommend(pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None) -> tuple[Thresholds, Verdict]:
+    """The recommended thresholds and what they do on `pairs`."""
+    budgets = budgets or BUDGETS
+    match = _match(pairs)
+    best = None
+    for unsure, weak, turned in itertools.product(grid.unsure_norms, grid.weak_norms, grid.turned_faces):
+        split = _Split(pairs, Thresholds(match, None, None, None, 32, turned, weak, unsure))
+        for blur, poor_blur in itertools.product(grid.blurs, grid.poor_blurs):
+            if poor_blur > blur:
+                continue
+            visible, shares = split.outcome(blur, poor_blur)
+            if any(shares[size] > budget for size, budget in budgets.items()):
+                continue
+            key = (visible, shares["large"], shares["small"], -blur, -poor_blur, unsure, -weak, -turned)
+            if best is None or key < best[0]:
+                best = (key, (blur, poor_blur, turned, weak, unsure))
+    if best is None:
+        raise ValueError(f"no combination keeps strangers blurred within {budgets} per member")
+    blur, poor_blur, turned, weak, unsure = best[1]
+    chosen = Thresholds(match, blur, round(match + MATCH_STEP, 2), poor_blur, 32, turned, weak, unsure)
+    return chosen, verdict(pairs, chosen)
+
+
+class _Split:
+    """The pairs split by how a shape of thresholds sees each probe: seen well, seen poorly, too poor. A
+    combination's outcome is then sums over the first two at their own thresholds, plus the third."""
+
+    def __init__(self, pairs: Pairs, shape: Thresholds):
+        too_poor = np.array([shape.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+        poorly = np.array([shape.seen_poorly(one.quality) for one in pairs.probes], dtype=bool) & ~too_poor
+        small = np.array([shape.small(one.quality) for one in pairs.probes], dtype=bool)
+        self._pairs = pairs
+        self._parts = {"well": ~poorly & ~too_poor, "poorly": poorly}
+        # Strangers' faces are counted apart by size: each size has its own budget.
+        self._sizes = {"small": small, "large": ~small}
+        self._counts = {size: (pairs.stranger & rows[:, None]).sum(axis=0) for size, rows in self._sizes.items()}
+        # Strangers too poorly seen are blurred at any threshold.
+        self._always = {
+            size: (pairs.stranger & (rows & too_poor)[:, None]).sum(axis=0) for size, rows in self._sizes.items()
+        }
+        self._at: dict[tuple[str, float], tuple[int, dict]] = {}
+
+    def outcome(self, blur: float, poor_blur: float) -> tuple[int, dict[str, float]]:
+        """(the members' faces left visible, per size the mean share of strangers blurred per member)."""
+        visible_well, blurred_well = self._of("well", blur)
+        visible_poorly, blurred_poorly = self._of("poorly", poor_blur)
+        shares = {}
+        for size, counts in self._counts.items():
+            blurred = blurred_well[size] + blurred_poorly[size] + self._always[size]
+            members = counts > 0
+            shares[size] = float((blurred[members] / counts[members]).mean()) if members.any() else 0.0
+        return visible_well + visible_poorly, shares
+
+    def _of(self, part: str, threshold: float) -> tuple[int, dict]:
+        """In one part: the members' faces under `threshold`, and per size and member the strangers at or
+        above it."""
+        if (part, threshold) not in self._at:
+            rows = self._parts[part]
+            reached = self._pairs.similarity >= threshold
+            visible = int((self._pairs.genuine & ~reached)[rows].sum())
+            blurred = {
+                size: (self._pairs.stranger & reached & (rows & of_size)[:, None]).sum(axis=0)
+                for size, of_size in self._sizes.items()
+            }
+            self._at[part, threshold] = visible, blurred
+        return self._at[part, threshold]
+
+
+def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]]:
+    """For each half of the people: the thresholds the rule chooses on the other half, and what they do on
+    this one."""
+    halves = [{member for member in pairs.members if zlib.crc32(member.encode()) % 2 == half} for half in (0, 1)]
+    results = []
+    for chosen_on, tried_on in (halves, halves[::-1]):
+        limits, _ = recommend(pairs.within(chosen_on), grid)
+        results.append((limits, verdict(pairs.within(tried_on), limits)))
+    return results
+
+
+def _match(pairs: Pairs) -> float:
+    highest = float(pairs.similarity[pairs.stranger].max())
+    return round(math.ceil(round((highest + MATCH_MARGIN) / MATCH_STEP, 6)) * MATCH_STEP, 2)

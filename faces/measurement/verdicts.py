@@ -1,0 +1,109 @@
+"""What the blur decision makes of a set: the DNP member's faces left visible, and strangers blurred.
+
+Every person of the set is in turn the DNP member, with their reference (faces.measurement.probes). A
+probe of that person other than the reference itself is one of the member's faces: left visible when the
+decision does not blur it. A probe of anyone else is a stranger's face: blurred because of this member
+when it reaches the member's reference at its own threshold or is too poorly seen to judge. The decision
+is faces.thresholds' own (`blur_for`, `too_poor`), applied to each probe's quality.
+"""
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from faces.measurement.probes import Probe
+from faces.thresholds import Thresholds
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """Every probe against every member's reference."""
+
+    probes: list[Probe]
+    members: list[str]  # the people with a reference
+    similarity: np.ndarray  # (P, M)
+    genuine: np.ndarray  # (P, M) bool: the probe is the member, and not the member's reference photo
+    stranger: np.ndarray  # (P, M) bool: the probe is someone else
+
+    @classmethod
+    def of(cls, probes: list[Probe], references: dict[str, Probe]) -> "Pairs":
+        members = sorted(references)
+        embeddings = np.array([one.embedding for one in probes], dtype=np.float32).reshape(-1, 512)
+        chosen = np.array([references[member].embedding for member in members], dtype=np.float32).reshape(-1, 512)
+        person = np.array([one.person for one in probes])[:, None]
+        same = person == np.array(members)[None, :]
+        is_reference = np.array(
+            [[one.image == references[member].image for member in members] for one in probes], dtype=bool
+        ).reshape(len(probes), len(members))
+        return cls(probes, members, embeddings @ chosen.T, same & ~is_reference, ~same)
+
+    def subset(self, rows: np.ndarray) -> "Pairs":
+        """The pairs of the probes `rows` selects (a bool mask over the probes)."""
+        probes = [one for one, keep in zip(self.probes, rows, strict=True) if keep]
+        return Pairs(probes, self.members, self.similarity[rows], self.genuine[rows], self.stranger[rows])
+
+    def within(self, people: set[str]) -> "Pairs":
+        """The pairs among `people` alone (group_ strangers stay): for thresholds chosen on some people and
+        tried on the others."""
+        rows = np.array([one.stranger or one.person in people for one in self.probes], dtype=bool)
+        columns = np.array([member in people for member in self.members], dtype=bool)
+        kept = self.subset(rows)
+        members = [member for member, keep in zip(self.members, columns, strict=True) if keep]
+        return Pairs(
+            kept.probes, members, *(part[:, columns] for part in (kept.similarity, kept.genuine, kept.stranger))
+        )
+
+    @cached_property
+    def head_turn(self) -> np.ndarray:
+        return np.array([_or(one.quality.head_turn, 0.0) for one in self.probes], dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One decision over the pairs."""
+
+    visible: int  # the members' own faces left unblurred
+    faces: int  # the members' own faces
+    # Per member: the share of strangers' faces blurred because of them.
+    strangers_blurred: np.ndarray
+
+    @property
+    def visible_share(self) -> float:
+        return self.visible / self.faces if self.faces else 0.0
+
+    @property
+    def strangers_mean(self) -> float:
+        return float(self.strangers_blurred.mean()) if self.strangers_blurred.size else 0.0
+
+    @property
+    def strangers_worst(self) -> float:
+        return float(self.strangers_blurred.max()) if self.strangers_blurred.size else 0.0
+
+
+def blurred(pairs: Pairs, limits: Thresholds) -> np.ndarray:
+    """(P, M) bool: the probe blurred because of the member (fail-closed limits blur every face)."""
+    threshold = [limits.blur_for(one.quality) for one in pairs.probes]
+    if None in threshold:
+        return np.ones_like(pairs.similarity, dtype=bool)
+    too_poor = np.array([limits.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    return decide(pairs.similarity, np.array(threshold, dtype=np.float32), too_poor)
+
+
+def decide(similarity: np.ndarray, threshold: np.ndarray, too_poor: np.ndarray) -> np.ndarray:
+    return (similarity >= threshold.reshape(-1, 1)) | too_poor.reshape(-1, 1)
+
+
+def verdict(pairs: Pairs, limits: Thresholds) -> Verdict:
+    return verdict_of(pairs, blurred(pairs, limits))
+
+
+def verdict_of(pairs: Pairs, blur: np.ndarray) -> Verdict:
+    visible = int((pairs.genuine & ~blur).sum())
+    counts = pairs.stranger.sum(axis=0)
+    shares = (pairs.stranger & blur).sum(axis=0) / np.maximum(counts, 1)
+    return Verdict(visible, int(pairs.genuine.sum()), shares[counts > 0])
+
+
+def _or(value, default):
+    return default if value is None else value
