@@ -19,8 +19,6 @@ Usage: python bench/exposure.py [--photos 200] [--affected 40] [--queued 300] [-
 """
 
 import argparse
-import json
-import os
 import re
 import subprocess
 import sys
@@ -32,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.baseline import drain, embedded_database, empty_database, run_worker, send, worker_env, worktree  # noqa: E402
 
 BASELINE = "f3d2325"  # main before "A DNP change takes effect in one job"
 POLL_S = 0.05
@@ -48,35 +48,16 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-exposure-") as folder:
         folder = Path(folder)
-        baseline = folder / "baseline"
-        subprocess.run(["git", "worktree", "add", "--detach", str(baseline), args.baseline], cwd=ROOT, check=True)
-        try:
-            results = run_both(folder, {f"baseline ({args.baseline})": baseline, "this tree": ROOT}, args)
-        finally:
-            subprocess.run(["git", "worktree", "remove", "--force", str(baseline)], cwd=ROOT, check=False)
+        with worktree(args.baseline, folder) as baseline, embedded_database(folder) as uri:
+            trees = {f"baseline ({args.baseline})": baseline, "this tree": ROOT}
+            results = {name: measure(tree, uri, folder, args) for name, tree in trees.items()}
     print_table(results, args)
-
-
-def run_both(folder: Path, trees: dict[str, Path], args) -> dict:
-    from momentlens.devservices.postgres import EmbeddedPostgres
-
-    server = EmbeddedPostgres(folder / "pgdata").ensure_ready()
-    try:
-        os.environ.update({"DATABASE_URL": server.uri, "MOMENTLENS_VAR_DIR": str(folder / "var")})
-        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
-        import django
-
-        django.setup()
-        return {name: measure(tree, server.uri, folder, args) for name, tree in trees.items()}
-    finally:
-        server.stop()
 
 
 def measure(tree: Path, uri: str, folder: Path, args) -> dict:
     empty_database()
     event, guest, affected = seed(args)
-    env = {**os.environ, "DATABASE_URL": uri, "MOMENTLENS_VAR_DIR": str(folder / "var"), "ORT_INTRA_OP_THREADS": "1"}
-    env.update({"WORKER_IDLE_POLL_S": "0.1", "WORKER_HEALTH_PORT": "0", "PYTHONUNBUFFERED": "1"})
+    env = worker_env(uri, folder)
     drain(tree, env, folder / "publish.log")  # the event published, before anything is measured
     before = versions(event)
     queue_uploads(event, args.queued)
@@ -100,15 +81,6 @@ def measure(tree: Path, uri: str, folder: Path, args) -> dict:
         "longest_job_s": max(jobs, default=0) / 1000,
         "jobs": len(jobs),
     }
-
-
-def run_worker(tree: Path) -> list[str]:
-    return [sys.executable, str(tree / "manage.py"), "run_worker", "--drain", "--health-port", "0"]
-
-
-def drain(tree: Path, env: dict, log: Path) -> None:
-    with open(log, "w") as out:
-        subprocess.run(run_worker(tree), cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
 
 
 def wait_for_first_job(log: Path, timeout_s: float = 120.0) -> None:
@@ -149,16 +121,6 @@ class Watch:
                 return
 
 
-def empty_database() -> None:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "TRUNCATE faces, unknown_clusters, photo_variants, photos, subject_references, event_members, events, "
-            "pgmq.q_jobs, pgmq.a_jobs RESTART IDENTITY CASCADE"
-        )
-
-
 def seed(args) -> tuple:
     """The event, the guest (an ordinary member, reference ready) and the affected photos; every photo queued."""
     import cv2
@@ -186,7 +148,7 @@ def seed(args) -> tuple:
         picture = samples.recolour(small if shows_guest else without, hue_shift=index % 9, gain=1 + index % 5 / 50)
         photo = _photo(event, picture)
         affected += [photo.id] if shows_guest else []
-        _send({"job": "face_process", "photo_id": str(photo.id)})
+        send({"job": "face_process", "photo_id": str(photo.id)})
     assert Photo.objects.filter(event=event).count() == args.photos
     return event, guest, affected
 
@@ -200,7 +162,7 @@ def queue_uploads(event, count: int) -> None:
     crop = np.ascontiguousarray(group[:443, 400:1040])
     for index in range(count):
         photo = _photo(event, samples.recolour(crop, hue_shift=index % 11, gain=1.0))
-        _send({"job": "face_process", "photo_id": str(photo.id)})
+        send({"job": "face_process", "photo_id": str(photo.id)})
 
 
 def change(event, guest) -> float:
@@ -208,7 +170,7 @@ def change(event, guest) -> float:
     from faces.models import EventMember
 
     EventMember.objects.filter(event=event, user_id=guest).update(do_not_publish=True)
-    _send({"job": "reprocess_event", "event_id": str(event.id)})
+    send({"job": "reprocess_event", "event_id": str(event.id)})
     return time.monotonic()
 
 
@@ -231,13 +193,6 @@ def _photo(event, picture):
     return Photo.objects.create(
         id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key + ".thumb"
     )
-
-
-def _send(message: dict) -> None:
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pgmq.send('jobs', %s::jsonb)", [json.dumps(message)])
 
 
 _ENGINE = []

@@ -159,7 +159,9 @@ def test_thresholds(monkeypatch):
     """buffalo_s's measured thresholds, set here and never through configuration (docs/ARCHITECTURE.md §6)."""
     from faces import thresholds
 
-    measured = thresholds.Thresholds(match=0.40, blur=0.30, cluster=0.45, small_face_blur=0.15)
+    measured = thresholds.Thresholds(
+        match=0.45, blur=0.17, cluster=0.50, poor_face_blur=0.11, turned_face=0.35, weak_norm=21, unsure_norm=16
+    )
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, measured)
     return measured
 

@@ -194,8 +194,13 @@ def test_embed_is_the_projection_of_the_aligned_face(model_folder, photo):
     engine = buffalo_l_engine(model_folder)
     (face,) = engine.detect(photo, small_faces=False)
 
-    (embedding,) = engine.embed_many(photo, [face])
+    seen = engine.embed_many(photo, [face])
+    (embedding,) = seen.vectors
 
+    # A face of one colour is its own mirror image: the average of the two is the face's own projection, and
+    # the norm kept is the projection's before normalisation.
+    rgb = (np.array(FACE_BGR[::-1], dtype=np.float32) - 127.5) / 127.5
+    assert seen.norms[0] == pytest.approx(float(np.linalg.norm(rgb @ PROJECTION)), rel=1e-4)
     assert embedding.shape == (EMBEDDING_DIMENSIONS,)
     assert np.linalg.norm(embedding) == pytest.approx(1.0, abs=1e-5)
     np.testing.assert_allclose(embedding, _expected_embedding(FACE_BGR), atol=1e-4)

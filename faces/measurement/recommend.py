@@ -49,7 +49,7 @@ def recommend(pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None) -> t
     for unsure, weak, turned in itertools.product(grid.unsure_norms, grid.weak_norms, grid.turned_faces):
         split = _Split(pairs, Thresholds(match, None, None, None, 32, turned, weak, unsure))
         for blur, poor_blur in itertools.product(grid.blurs, grid.poor_blurs):
-            if poor_blur > blur:
+            if poor_blur > blur or blur > match:
                 continue
             visible, shares = split.outcome(blur, poor_blur)
             if any(shares[size] > budget for size, budget in budgets.items()):
@@ -109,10 +109,12 @@ class _Split:
         return self._at[part, threshold]
 
 
-def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]]:
+def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]] | None:
     """For each half of the people: the thresholds the rule chooses on the other half, and what they do on
-    this one."""
+    this one. None when a half has nobody in it."""
     halves = [{member for member in pairs.members if zlib.crc32(member.encode()) % 2 == half} for half in (0, 1)]
+    if not all(halves):
+        return None
     results = []
     for chosen_on, tried_on in (halves, halves[::-1]):
         limits, _ = recommend(pairs.within(chosen_on), grid)

@@ -86,7 +86,7 @@ def yao_ming_box(engine) -> np.ndarray:
     team = read(vectron_image("players.jpg"))
     # The 16 people in front are 36-49 px wide; the crowd behind them (10-17 px) is not worth embedding.
     front = [d for d in engine.detect(team) if d.box[2] - d.box[0] >= 30]
-    return front[int(np.argmax(engine.embed_many(team, front) @ reference))].box
+    return front[int(np.argmax(engine.embed_many(team, front).vectors @ reference))].box
 
 
 def crop_around(image: np.ndarray, box, margin: float = 0.75) -> np.ndarray:

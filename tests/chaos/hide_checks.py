@@ -51,6 +51,6 @@ def member_faces(change: DnpChange) -> dict[str, set[str]]:
         if change.user_id not in match.candidates.user_ids:
             continue
         column = match.candidates.user_ids.index(change.user_id)
-        reaches = (match.similarity[:, column] >= match.blur_at) | match.unsure
+        reaches = match.similar[:, column] | match.unsure
         theirs[str(photo.id)] = {str(face.id) for face, hit in zip(faces, reaches, strict=True) if hit}
     return theirs

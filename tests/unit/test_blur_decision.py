@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from faces.matching import Candidates, PhotoMatch
+from faces.matching import Candidates, FaceView, PhotoMatch
+from faces.quality import FaceQuality
 from faces.thresholds import NOT_MEASURED, Thresholds
 
 X, Y, GUEST = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
@@ -19,6 +20,8 @@ def photo_match(
     unidentifiable_dnp: int = 0,
     width_px: float | None = 100,
     hidden: float = 0.0,
+    head_turn: float | None = 0.0,
+    embedding_norm: float | None = 24.0,
 ) -> PhotoMatch:
     """Faces (rows) against candidates X (DNP), Y (DNP) and GUEST (not DNP)."""
     candidates = Candidates(
@@ -29,8 +32,8 @@ def photo_match(
         unidentifiable_dnp=unidentifiable_dnp,
     )
     faces = [SimpleNamespace(id=i) for i in range(len(similarity))]
-    geometry = [(width_px, hidden)] * len(faces)
-    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits, geometry)
+    views = [FaceView(FaceQuality(width_px, head_turn, embedding_norm), hidden)] * len(faces)
+    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits, views)
 
 
 def test_a_face_matched_to_x_is_visible_only_in_x_own_file():
@@ -90,7 +93,16 @@ def test_a_dnp_member_nobody_can_recognise_blurs_every_face_but_each_member_keep
     assert match.own_file_users() == [X]
 
 
-SIZED = Thresholds(match=0.4, blur=0.3, cluster=0.45, small_face_blur=0.15, small_face_px=32)
+QUALITY = Thresholds(
+    match=0.4,
+    blur=0.3,
+    cluster=0.45,
+    poor_face_blur=0.15,
+    small_face_px=32,
+    turned_face=0.35,
+    weak_norm=21,
+    unsure_norm=16,
+)
 
 
 @pytest.mark.parametrize(
@@ -105,13 +117,46 @@ SIZED = Thresholds(match=0.4, blur=0.3, cluster=0.45, small_face_blur=0.15, smal
     ],
 )
 def test_the_blur_threshold_follows_the_face_width(width_px, similarity_to_x, blurred):
-    match = photo_match([[similarity_to_x, 0.0, 0.0]], limits=SIZED, width_px=width_px)
+    match = photo_match([[similarity_to_x, 0.0, 0.0]], limits=QUALITY, width_px=width_px)
     assert match.blurred() == [blurred]
 
 
-def test_small_faces_may_not_get_a_higher_blur_threshold_than_large_ones():
-    with pytest.raises(ValueError, match="small faces"):
-        Thresholds(match=0.4, blur=0.3, cluster=0.45, small_face_blur=0.35)
+@pytest.mark.parametrize(
+    ("head_turn", "embedding_norm", "similarity_to_x", "blurred"),
+    [
+        (0.1, 24.0, 0.25, False),  # frontal, seen well: the blur threshold
+        (0.35, 24.0, 0.25, True),  # a strong turn: the poorly seen face's lower threshold
+        (0.34, 24.0, 0.25, False),
+        (0.1, 20.9, 0.25, True),  # a weak embedding: the lower threshold too
+        (0.1, 20.9, 0.14, False),
+        (0.1, 15.9, 0.0, True),  # too poorly seen to judge: unsure, blurred whatever its similarity
+        (0.1, 16.0, 0.0, False),
+        (None, None, 0.25, False),  # a face stored before norms were kept, without landmarks: judged by size
+    ],
+)
+def test_the_blur_threshold_follows_how_well_the_face_was_seen(head_turn, embedding_norm, similarity_to_x, blurred):
+    match = photo_match(
+        [[similarity_to_x, 0.0, 0.0]], limits=QUALITY, head_turn=head_turn, embedding_norm=embedding_norm
+    )
+    assert match.blurred() == [blurred]
+
+
+def test_a_face_too_poorly_seen_to_judge_reaches_every_dnp_member_but_not_the_public_when_nobody_is_dnp():
+    unsure = photo_match([[0.0, 0.0, 0.95]], limits=QUALITY, embedding_norm=12.0)
+    assert unsure.blurred() == [True]
+    assert unsure.blurred(viewer=X) == [True]
+    assert unsure.too_poor.tolist() == [True]
+    candidates = Candidates(
+        user_ids=[GUEST], dnp=np.array([False]), references=np.zeros((1, 512), np.float32), owners=np.array([0])
+    )
+    view = FaceView(FaceQuality(100, 0.0, 12.0), 0.0)
+    alone = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), QUALITY, [view])
+    assert alone.blurred() == [False]
+
+
+def test_poorly_seen_faces_may_not_get_a_higher_blur_threshold_than_faces_seen_well():
+    with pytest.raises(ValueError, match="poorly seen faces"):
+        Thresholds(match=0.4, blur=0.3, cluster=0.45, poor_face_blur=0.35)
 
 
 def test_a_face_cut_by_the_edge_counts_as_reaching_every_dnp_member():
@@ -139,5 +184,6 @@ def test_a_cut_face_is_not_blurred_when_the_event_has_no_dnp_member():
     candidates = Candidates(
         user_ids=[GUEST], dnp=np.array([False]), references=np.zeros((1, 512), np.float32), owners=np.array([0])
     )
-    match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), LIMITS, [(100, 0.6)])
+    view = FaceView(FaceQuality(100, 0.0, 24.0), 0.6)
+    match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), LIMITS, [view])
     assert match.blurred() == [False]

@@ -1,18 +1,21 @@
-"""The thresholds in the docs are the committed ones, and the committed ones are what measure_thresholds' rule
-makes of the measurement the docs print (docs/MEASUREMENTS.md, "Thresholds": the command's own per-size table)."""
+"""The thresholds in the docs are the committed ones, the committed ones are the line measure_thresholds recommended
+(docs/MEASUREMENTS.md, "Recognition on real people"), and the rule behind that line does what it says."""
 
 import math
 import re
 from pathlib import Path
 
-import pytest
+import numpy as np
 
-from faces.management.commands.measure_thresholds import Condition, Row, recommend
+from faces.measurement.probes import AS_TAKEN, Probe
+from faces.measurement.recommend import Grid, recommend
+from faces.measurement.verdicts import Pairs
+from faces.quality import FaceQuality
 from faces.thresholds import THRESHOLDS, Thresholds
 
 MEASUREMENTS = Path(__file__).resolve().parents[2] / "docs" / "MEASUREMENTS.md"
 BUFFALO_S = THRESHOLDS["insightface-buffalo_s"]
-FIELDS = ("match", "blur", "small_face_blur", "cluster")
+FIELDS = ("match", "blur", "poor_face_blur", "turned_face", "weak_norm", "unsure_norm", "cluster")
 
 
 def thresholds_section() -> str:
@@ -21,83 +24,83 @@ def thresholds_section() -> str:
     return text[start : text.index("\n## ", start)]
 
 
-def table_rows(text: str, first_cell: str) -> list[list[str]]:
-    return [
-        [cell.strip() for cell in line.strip().strip("|").split("|")]
-        for line in text.splitlines()
-        if line.startswith(f"| {first_cell}")
-    ]
-
-
 def test_the_thresholds_table_is_the_committed_values():
-    (buffalo_s,) = table_rows(thresholds_section(), "`insightface-buffalo_s`")
-    assert [float(cell) for cell in buffalo_s[1:]] == [
-        BUFFALO_S.match,
-        BUFFALO_S.blur,
-        BUFFALO_S.small_face_blur,
-        BUFFALO_S.cluster,
-    ]
-    (buffalo_l,) = table_rows(thresholds_section(), "`insightface-buffalo_l`")
-    assert set(buffalo_l[1:]) == {"not measured"}
+    rows = [line for line in thresholds_section().splitlines() if line.startswith("| `insightface-")]
+    cells = {
+        row.split("|")[1].strip(): [cell.strip() for cell in row.strip().strip("|").split("|")[1:]] for row in rows
+    }
+    assert [float(cell) for cell in cells["`insightface-buffalo_s`"]] == [getattr(BUFFALO_S, name) for name in FIELDS]
+    assert set(cells["`insightface-buffalo_l`"]) == {"not measured"}
     assert not THRESHOLDS["insightface-buffalo_l"].measured
 
 
 def test_every_threshold_the_docs_name_is_the_committed_one():
     text = MEASUREMENTS.read_text()
-    named = re.findall(r"`(match|blur|small_face_blur|cluster)` = (\d\.\d+)", text)
+    named = re.findall(rf"`({'|'.join(FIELDS)})` = (\d+(?:\.\d+)?)", text)
     assert {name for name, _ in named} == set(FIELDS)
     for name, value in named:
         assert float(value) == getattr(BUFFALO_S, name), name
-    for value in re.findall(r"`faces\.thresholds`: (\d\.\d+) for buffalo_s", text):
-        assert float(value) == BUFFALO_S.blur
     recommended = re.search(r"^Recommended: (Thresholds\(.*\))$", thresholds_section(), flags=re.M)[1]
-    assert eval(recommended, {"Thresholds": Thresholds}) == BUFFALO_S
+    assert eval(recommended, {"Thresholds": Thresholds, "inf": math.inf}) == BUFFALO_S
 
 
-def documented_rows() -> list[Row]:
-    """The per-size table of §6 (measure_thresholds' output): each row's floor and highest impostor pair."""
-    rows = []
-    for cells in table_rows(thresholds_section(), ""):
-        label = cells[0]
-        if len(cells) != 13 or not re.match(r"^(full res|\d+ px)", label):
-            continue  # another table's row
-        size = None if label == "full res" else int(label.split()[0])
-        sigma = re.search(r"blur sigma ([\d.]+)", label)
-        jpeg = re.search(r"JPEG q(\d+)", label)
-        condition = Condition(label, size, float(sigma[1]) if sigma else None, int(jpeg[1]) if jpeg else None)
-        impostor_max, floor = float(cells[9]), float(cells[10])
-        rows.append(Row(condition, genuine=[floor], impostor=[impostor_max]))
-    return rows
+def probe(person: str, similarity_image: str, *, norm: float = 24.0, turn: float = 0.0, width: float = 100.0):
+    return Probe(
+        person, Path(similarity_image), AS_TAKEN, np.zeros(4), 0.8, np.zeros(512), FaceQuality(width, turn, norm)
+    )
 
 
-def test_the_committed_thresholds_are_the_rule_applied_to_the_documented_measurement():
-    rows = documented_rows()
-    labels = [row.condition.label for row in rows]
-    assert "full res" in labels
-    assert "24 px" in labels
-    assert any(row.condition.jpeg for row in rows), "the blurred, re-encoded 24 px faces are measured"
-    recommended, _ = recommend(rows)
-    assert recommended == BUFFALO_S
+def pairs_of(rows: list[tuple[Probe, list[float]]], members: list[str]) -> Pairs:
+    """Pairs with the similarities given (each probe against each member), not computed from embeddings."""
+    probes = [one for one, _ in rows]
+    person = np.array([one.person for one in probes])[:, None]
+    same = person == np.array(members)[None, :]
+    return Pairs(probes, members, np.array([s for _, s in rows], dtype=np.float32), same, ~same)
 
 
-@pytest.mark.parametrize(
-    ("impostor_max", "floors", "expected"),
-    [
-        # match: the highest impostor + 0.025, up to a step; blur: 0.10 below match; small: the small floor.
-        (0.373, {None: 0.64, 32: 0.58, 24: 0.53, "24 blurred": 0.17}, (0.40, 0.30, 0.15, 0.45)),
-        # A genuine floor of large faces under match - 0.10 caps blur (rounded down to a step).
-        (0.373, {None: 0.64, 32: 0.27, 24: 0.53, "24 blurred": 0.17}, (0.40, 0.25, 0.15, 0.45)),
-        # Small faces that embed as well as large ones still get no more than blur.
-        (0.20, {None: 0.64, 32: 0.58, 24: 0.53}, (0.25, 0.15, 0.15, 0.30)),
-    ],
+SMALL_GRID = Grid(
+    unsure_norms=(0.0, 16.0),
+    weak_norms=(0.0, 21.0),
+    turned_faces=(0.5, math.inf),
+    blurs=(0.20, 0.30),
+    poor_blurs=(0.10, 0.20, 0.30),
 )
-def test_the_rule_on_a_small_fixture(impostor_max, floors, expected):
-    rows = []
-    for key, floor in floors.items():
-        blurred = key == "24 blurred"
-        size = 24 if blurred else key
-        condition = Condition(str(key), size, 1.2 if blurred else None, 75 if blurred else None)
-        rows.append(Row(condition, genuine=[floor], impostor=[impostor_max]))
-    recommended, _ = recommend(rows)
-    assert (recommended.match, recommended.blur, recommended.small_face_blur, recommended.cluster) == expected
-    assert math.isclose(recommended.cluster - recommended.match, 0.05)
+
+
+def test_the_rule_lowers_the_threshold_where_members_are_seen_poorly_within_the_strangers_budget():
+    """A's turned face reaches its reference at 0.15 and B's weak face at 0.12: the rule finds the shape that
+    blurs both, as long as strangers seen as poorly stay within the budget."""
+    rows = [
+        (probe("a", "a1.jpg"), [0.60, 0.05]),
+        (probe("a", "a2.jpg", turn=0.6), [0.15, 0.02]),
+        (probe("b", "b1.jpg"), [0.02, 0.55]),
+        (probe("b", "b2.jpg", norm=19.0), [0.01, 0.12]),
+    ]
+    # Strangers (a group of people who are neither): few of them are seen poorly and none come close, but one
+    # who looks like B (which puts match at 0.40).
+    rows += [(probe(f"s{i}", f"s{i}.jpg", turn=0.6 if i < 2 else 0.0), [0.05, 0.04]) for i in range(40)]
+    rows.append((probe("lookalike", "l.jpg"), [0.05, 0.35]))
+    chosen, found = recommend(pairs_of(rows, ["a", "b"]), SMALL_GRID)
+    assert found.visible == 0, "both poorly seen faces are blurred"
+    assert chosen.poor_face_blur == 0.10
+    assert chosen.turned_face == 0.5
+    assert chosen.weak_norm == 21.0
+    assert chosen.blur == 0.30, "faces seen well keep the higher threshold: no face of a member needs less"
+    assert math.isclose(chosen.cluster - chosen.match, 0.05)
+
+
+def test_the_rule_leaves_a_face_visible_rather_than_blur_strangers_past_the_budget():
+    rows = [(probe("a", "a1.jpg"), [0.60]), (probe("a", "a2.jpg", norm=19.0), [0.15])]
+    # Every stranger is seen as poorly and at 0.16: blurring A's face at 0.15 would blur all of them.
+    rows += [(probe(f"s{i}", f"s{i}.jpg", norm=19.0), [0.16]) for i in range(40)]
+    chosen, found = recommend(pairs_of(rows, ["a"]), SMALL_GRID)
+    assert found.visible == 1
+    assert found.strangers_mean == 0.0
+    assert chosen.lowest_blur > 0.16
+
+
+def test_match_sits_above_every_stranger_pair():
+    rows = [(probe("a", "a1.jpg"), [0.9]), (probe("a", "a2.jpg"), [0.8]), (probe("s", "s.jpg"), [0.373])]
+    rows += [(probe(f"s{i}", f"s{i}.jpg"), [0.0]) for i in range(60)]
+    chosen, _ = recommend(pairs_of(rows, ["a"]), SMALL_GRID)
+    assert chosen.match == 0.40  # 0.373 + 0.025, up to a step of 0.05

@@ -136,15 +136,23 @@ class Command(BaseCommand):
                 self.stdout.write(f"not found again, {condition.label}: {count} (counted nowhere above)")
 
     def _members(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
+        as_taken = pairs.subset(np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool))
+        for label, part in (("as taken", as_taken), ("every condition", pairs)):
+            self._members_of(label, part, decisions)
+
+    def _members_of(self, label: str, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
         self.stdout.write(
-            "\n## Per DNP member\n\n| decision | own faces visible | strangers blurred per member: mean | worst |"
+            f"\n## Per DNP member, {label}\n\n| decision | own faces visible | at a head turn >= {STRONG_TURN} "
+            "| strangers blurred per member: mean | worst |"
         )
-        self.stdout.write("|---|---:|---:|---|")
+        self.stdout.write("|---|---:|---:|---:|---|")
+        turned = pairs.subset(pairs.head_turn >= STRONG_TURN)
         for name, limits in decisions.items():
-            found = verdict(pairs, limits)
+            found, at_turn = verdict(pairs, limits), verdict(turned, limits)
             worst = pairs.members[int(np.argmax(found.strangers_blurred))] if found.strangers_blurred.size else "-"
             self.stdout.write(
-                f"| {name} | {found.visible}/{found.faces} ({found.visible_share:.2%}) | {found.strangers_mean:.2%} "
+                f"| {name} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
+                f"| {at_turn.visible}/{at_turn.faces} ({at_turn.visible_share:.2%}) | {found.strangers_mean:.2%} "
                 f"| {found.strangers_worst:.2%} ({worst}) |"
             )
 
@@ -159,7 +167,10 @@ class Command(BaseCommand):
             "\n## Two-fold check\n\n| chosen on one half, tried on the other | own faces visible "
             "| strangers blurred per member: mean | worst |\n|---|---:|---:|---:|"
         )
-        for limits, found in two_fold(pairs):
+        checked = two_fold(pairs)
+        if checked is None:
+            self.stdout.write("(too few people: a half has no member)")
+        for limits, found in checked or []:
             self.stdout.write(
                 f"| {thresholds_line(limits)} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
                 f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} |"

@@ -1,0 +1,77 @@
+"""Not a script: what the benches that run a baseline revision's worker beside this tree's share.
+
+The baseline is a git worktree of a revision, run by the same Python against an embedded PostgreSQL that
+this tree provisions (columns and indexes it adds change nothing for an older worker), with filesystem
+storage under the run's folder and the buffalo_s engine on one thread.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@contextmanager
+def worktree(revision: str, folder: Path) -> Iterator[Path]:
+    """`revision` checked out in `folder` / "baseline" for the run, removed after."""
+    tree = folder / "baseline"
+    subprocess.run(["git", "worktree", "add", "--detach", str(tree), revision], cwd=ROOT, check=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=False)
+
+
+@contextmanager
+def embedded_database(folder: Path) -> Iterator[str]:
+    """A throwaway PostgreSQL in `folder`, Django set up on it (and on filesystem storage there); its URI."""
+    from momentlens.devservices.postgres import EmbeddedPostgres
+
+    server = EmbeddedPostgres(folder / "pgdata").ensure_ready()
+    try:
+        os.environ.update({"DATABASE_URL": server.uri, "MOMENTLENS_VAR_DIR": str(folder / "var")})
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
+        import django
+
+        django.setup()
+        yield server.uri
+    finally:
+        server.stop()
+
+
+def worker_env(uri: str, folder: Path) -> dict:
+    """A worker's environment: the run's database and storage, one onnxruntime thread, no health port."""
+    env = {**os.environ, "DATABASE_URL": uri, "MOMENTLENS_VAR_DIR": str(folder / "var"), "ORT_INTRA_OP_THREADS": "1"}
+    return env | {"WORKER_IDLE_POLL_S": "0.1", "WORKER_HEALTH_PORT": "0", "PYTHONUNBUFFERED": "1"}
+
+
+def run_worker(tree: Path) -> list[str]:
+    return [sys.executable, str(tree / "manage.py"), "run_worker", "--drain", "--health-port", "0"]
+
+
+def drain(tree: Path, env: dict, log: Path) -> None:
+    """`tree`'s worker, until the queue is empty."""
+    with open(log, "w") as out:
+        subprocess.run(run_worker(tree), cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+
+
+def empty_database() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "TRUNCATE faces, unknown_clusters, photo_variants, photos, subject_references, event_members, events, "
+            "pgmq.q_jobs, pgmq.a_jobs RESTART IDENTITY CASCADE"
+        )
+
+
+def send(message: dict) -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pgmq.send('jobs', %s::jsonb)", [json.dumps(message)])

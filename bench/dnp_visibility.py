@@ -1,0 +1,161 @@
+"""How often a Do Not Publish guest is left visible, end to end: the baseline's worker beside this tree's, one run.
+
+One event per person of a labelled set (`scripts/make_real_faces_set.py`), the person an active DNP member
+whose reference is their most frontal large photo (faces.measurement.probes.references: chosen once, the
+same for both workers), and up to --photos-per-person of their other photos uploaded to the event. Each
+worker runs `run_worker --drain` on its own copy of it all: the reference_process jobs, then one
+face_process per photo, through the real queue, database and storage.
+
+Then a viewer's look at each photo: a photo not published shows nothing; a published one shows the
+member when the middle of their face (the largest face of the upload, as the set labels it) in the public
+file's bytes is within VISIBLE_DIFFERENCE of the upload's there (the public file may be the upload itself).
+The table gives the members' faces left visible, overall and at a strong head turn, per worker.
+
+Usage: python bench/dnp_visibility.py [SET_DIR] [--people N] [--photos-per-person M] [--baseline REV]
+"""
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.baseline import drain, embedded_database, empty_database, send, worker_env, worktree  # noqa: E402
+
+BASELINE = "ae6c4cb"  # main before "Recognise a Do Not Publish guest in real photos"
+# Mean absolute difference (0-255) of the face's middle between upload and public file under which the face
+# is shown as uploaded. A blurred face differs by 15 or more (tests/test_demo.py); a JPEG re-encode by 1-3.
+VISIBLE_DIFFERENCE = 6.0
+STRONG_TURN = 0.5
+
+
+@dataclass(frozen=True)
+class Upload:
+    person: str
+    path: Path
+    box: tuple  # the member's face: x1, y1, x2, y2 in pixels of the displayed upload
+    head_turn: float
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("set_dir", nargs="?", type=Path, default=ROOT / "var" / "real-faces")
+    parser.add_argument("--people", type=int, default=1000)
+    parser.add_argument("--photos-per-person", type=int, default=12)
+    parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-dnp-") as folder:
+        folder = Path(folder)
+        with worktree(args.baseline, folder) as baseline, embedded_database(folder) as uri:
+            references, uploads = choose(args)
+            trees = {f"baseline ({args.baseline})": baseline, "this tree": ROOT}
+            results = {name: measure(tree, uri, folder, references, uploads) for name, tree in trees.items()}
+    print_table(results, references, uploads)
+
+
+def choose(args) -> tuple[dict[str, Path], list[Upload]]:
+    """Each person's reference photo and the uploads of their event, read once with this tree's engine."""
+    from faces.engines import resident_engine
+    from faces.measurement.probes import read_set, references, spread
+
+    probes = read_set(resident_engine(), args.set_dir)
+    chosen = dict(list(references(probes).items())[: args.people])
+    uploads = []
+    for person, reference in chosen.items():
+        others = [one for one in probes if one.person == person and one.image != reference.image]
+        for one in spread(others, args.photos_per_person):
+            uploads.append(Upload(person, one.image, tuple(float(v) for v in one.box), one.quality.head_turn or 0.0))
+    return {person: reference.image for person, reference in chosen.items()}, uploads
+
+
+def measure(tree: Path, uri: str, folder: Path, references: dict[str, Path], uploads: list[Upload]) -> dict:
+    empty_database()
+    photos = seed(references, uploads)
+    started = time.monotonic()
+    drain(tree, worker_env(uri, folder), folder / f"worker-{uuid.uuid4().hex[:6]}.log")
+    seconds = time.monotonic() - started
+    seen = [shown(photo_id, upload) for photo_id, upload in photos.items()]
+    return {"seen": seen, "seconds": seconds}
+
+
+def seed(references: dict[str, Path], uploads: list[Upload]) -> dict:
+    """Events, DNP members, references and photos as the API makes them; every job sent. Photo id -> Upload."""
+    from faces.models import Event, EventMember, Photo, SubjectReference
+
+    members = {}
+    for person, image in references.items():
+        event = Event.objects.create(name=person)
+        user_id = uuid.uuid4()
+        EventMember.objects.create(event=event, user_id=user_id, do_not_publish=True)
+        reference = SubjectReference.objects.create(
+            user_id=user_id, upload_key=_put(f"users/{user_id}/references/{uuid.uuid4()}.jpg", image), status="pending"
+        )
+        send({"job": "reference_process", "reference_id": str(reference.id)})
+        members[person] = event
+    photos = {}
+    for upload in uploads:
+        photo_id, event = uuid.uuid4(), members[upload.person]
+        key = _put(f"events/{event.id}/uploads/{photo_id}{upload.path.suffix}", upload.path)
+        Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
+        send({"job": "face_process", "photo_id": str(photo_id)})
+        photos[photo_id] = upload
+    return photos
+
+
+def shown(photo_id, upload: Upload) -> tuple[Upload, str]:
+    """(the upload, what a viewer sees of its member: "unpublished", "blurred" or "visible")."""
+    import numpy as np
+    from django.core.files.storage import default_storage
+
+    from faces.media.still import Still
+    from faces.models import Photo
+    from momentlens.devservices.pixels import difference
+
+    photo = Photo.objects.get(id=photo_id)
+    if photo.processed_at is None:
+        return upload, "unpublished"
+    with default_storage.open(photo.public_key, "rb") as handle:
+        public = Still(handle.read()).image
+    uploaded = Still(upload.path.read_bytes()).image
+    x1, y1, x2, y2 = upload.box
+    w, h = x2 - x1, y2 - y1
+    core = np.s_[max(0, int(y1 + 0.2 * h)) : int(y1 + 0.8 * h) + 1, max(0, int(x1 + 0.2 * w)) : int(x1 + 0.8 * w) + 1]
+    if public.shape != uploaded.shape:
+        return upload, "blurred"  # a file of another size is not the upload: the worker rendered and blurred it
+    return upload, "visible" if difference(public[core], uploaded[core]) < VISIBLE_DIFFERENCE else "blurred"
+
+
+def _put(key: str, path: Path) -> str:
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    return default_storage.save(key, ContentFile(path.read_bytes()))
+
+
+def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
+    turned = sum(1 for upload in uploads if upload.head_turn >= STRONG_TURN)
+    print(f"\n## A DNP guest left visible, end to end: {len(references)} events (one DNP member each, their most ")
+    print(f"frontal large photo as the reference), {len(uploads)} photos of them, {turned} at a head turn >= 0.5\n")
+    print("| worker | published | member's face visible | at a strong turn | ratio vs baseline | worker s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    base = None
+    for name, result in results.items():
+        seen = result["seen"]
+        visible = sum(1 for _, what in seen if what == "visible")
+        strong = sum(1 for upload, what in seen if what == "visible" and upload.head_turn >= STRONG_TURN)
+        published = sum(1 for _, what in seen if what != "unpublished")
+        base = visible if base is None else base
+        ratio = f"{visible / base:.2f}" if base else "-"
+        print(
+            f"| {name} | {published}/{len(seen)} | {visible}/{len(seen)} ({visible / max(len(seen), 1):.2%}) "
+            f"| {strong}/{turned} | {ratio} | {result['seconds']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
