@@ -1,7 +1,7 @@
 """A Do Not Publish change takes effect in seconds (docs/ARCHITECTURE.md §5, "Hide first").
 
 Through the real worker on real PostgreSQL and SeaweedFS: a guest (t1's leftmost face) with a ready
-reference appears in two of an event's three published photos; the third shows the others only.
+reference appears in two of an event's three published photos; the third shows faces 2 to 5 only.
 """
 
 import json
@@ -20,6 +20,10 @@ from tests.queue_helpers import send
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 
+# t1 without the guest and without their neighbour (face 1), whose weak embedding reaches the guest's
+# reference at 0.14: the quality-aware decision blurs that neighbour too (docs/ARCHITECTURE.md §6).
+WITHOUT_THEM = np.s_[:, 400:]
+
 
 @pytest.fixture
 def event_with_guest(group, group_faces, test_thresholds):
@@ -28,7 +32,7 @@ def event_with_guest(group, group_faces, test_thresholds):
     guest = factories.member(event)
     reference = factories.reference(guest, samples.derived_portrait(group, group_faces[0].box))
     send({"job": "reference_process", "reference_id": str(reference.id)})
-    pictures = [group, samples.recolour(group, hue_shift=4, gain=1.05), np.ascontiguousarray(group[:, 200:])]
+    pictures = [group, samples.recolour(group, hue_shift=4, gain=1.05), np.ascontiguousarray(group[WITHOUT_THEM])]
     photos = [factories.photo(event, picture) for picture in pictures]
     for photo in photos:
         send({"job": "face_process", "photo_id": str(photo.id)})
@@ -170,7 +174,7 @@ def test_a_replaced_reference_moves_the_blur_to_the_face_it_shows(event_with_gue
         faces = sorted(photo.faces.all(), key=lambda face: face.box_x)
         public = read_image(photo.public_key)
         upload = read_image(photo.upload_key)
-        moved_to = faces[2] if photo.id == without.id else faces[3]
+        moved_to = faces[1] if photo.id == without.id else faces[3]
         assert difference(face_core(public, moved_to), face_core(upload, moved_to)) > 10, "the new face blurred"
         if photo.id != without.id:
             assert difference(face_core(public, faces[0]), face_core(upload, faces[0])) < 4, "face 0 unblurred"

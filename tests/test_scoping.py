@@ -59,9 +59,16 @@ def assert_published_as_uploaded(photo: Photo, media_storage) -> None:
     assert derived_files(media_storage, photo.event) == []
 
 
+# The DNP guest of these tests: t1's middle face, whose reference no other face of t1 comes near (under 0.06),
+# so every other face is as uploaded at any threshold the measurement recommends. Beside faces 0 and 3 a
+# neighbour reaches theirs (0.14 and 0.20) with a weak embedding or a turned head, and the quality-aware
+# decision blurs them too: the price docs/MEASUREMENTS.md gives ("Recognition on real people").
+GUEST = 2
+
+
 def test_a_dnp_member_of_event_a_never_touches_event_b(group, group_faces, test_thresholds, media_storage):
     event_a, event_b = factories.event("A"), factories.event("B")
-    user, reference = ready_dnp_reference(event_a, group, group_faces[0])
+    user, reference = ready_dnp_reference(event_a, group, group_faces[GUEST])
     run_worker_drain()
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.READY
@@ -80,8 +87,8 @@ def test_a_dnp_member_of_event_a_never_touches_event_b(group, group_faces, test_
     photo_b.refresh_from_db()
     faces_a = faces_by_x(photo_a)
     assert len(faces_a) == 6
-    assert faces_a[0].matched_user_id == user
-    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[0].id]
+    assert faces_a[GUEST].matched_user_id == user
+    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[GUEST].id]
     photo_a.refresh_from_db()
     assert photo_a.public_key != photo_a.upload_key
 
@@ -111,7 +118,7 @@ def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blu
     group, group_faces, test_thresholds, media_storage
 ):
     event_a, event_b = factories.event("A"), factories.event("B")
-    user, reference = ready_dnp_reference(event_a, group, group_faces[0])
+    user, reference = ready_dnp_reference(event_a, group, group_faces[GUEST])
     factories.member(event_b, user_id=user)  # active, not DNP
     run_worker_drain()
     reference.refresh_from_db()
@@ -126,18 +133,18 @@ def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blu
     photo_b.refresh_from_db()
 
     faces_b = faces_by_x(photo_b)
-    assert faces_b[0].matched_user_id == user, "B knows the user: their face is matched"
-    assert faces_b[0].similarity >= test_thresholds.match
-    assert faces_b[0].unknown_cluster_id is None, "a matched face is in no Unknown cluster"
-    assert all(face.matched_user_id is None for face in faces_b[1:])
+    assert faces_b[GUEST].matched_user_id == user, "B knows the user: their face is matched"
+    assert faces_b[GUEST].similarity >= test_thresholds.match
+    assert faces_b[GUEST].unknown_cluster_id is None, "a matched face is in no Unknown cluster"
+    assert all(face.matched_user_id is None for face in faces_b if face is not faces_b[GUEST])
     assert faces_to_blur(photo_b) == []
     assert faces_to_blur(photo_b, viewer=user) == []
     assert_published_as_uploaded(photo_b, media_storage)
 
     # In A the same user, DNP there, is blurred in the public file and has an own file.
     faces_a = faces_by_x(photo_a)
-    assert faces_a[0].matched_user_id == user
-    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[0].id]
+    assert faces_a[GUEST].matched_user_id == user
+    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[GUEST].id]
     assert PhotoVariant.objects.filter(photo=photo_a, user_id=user).exists()
 
 
