@@ -9,11 +9,29 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def beside_baseline(revision: str, measure: Callable, *, rounds: int = 1, before: Callable | None = None) -> dict:
+    """`measure(tree, uri, folder)` for the baseline revision's tree and this one, `rounds` times taken in turn,
+    on one throwaway database: {"baseline (REV)": [result, ...], "this tree": [...]}. `before()`, if given,
+    runs once the database is up, before the first measure (what both trees share)."""
+    with tempfile.TemporaryDirectory(prefix="bench-baseline-") as folder:
+        folder = Path(folder)
+        with worktree(revision, folder) as baseline, embedded_database(folder) as uri:
+            if before is not None:
+                before()
+            trees = {f"baseline ({revision})": baseline, "this tree": ROOT}
+            results = {name: [] for name in trees}
+            for _ in range(rounds):
+                for name, tree in trees.items():
+                    results[name].append(measure(tree, uri, folder))
+    return results
 
 
 @contextmanager

@@ -16,7 +16,6 @@ Usage: python bench/dnp_visibility.py [SET_DIR] [--people N] [--photos-per-perso
 
 import argparse
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baseline import drain, embedded_database, empty_database, send, worker_env, worktree  # noqa: E402
+from bench.baseline import beside_baseline, drain, empty_database, send, worker_env  # noqa: E402
 
 BASELINE = "ae6c4cb"  # main before "Recognise a Do Not Publish guest in real photos"
 # Mean absolute difference (0-255) of the face's middle between upload and public file under which the face
@@ -49,13 +48,13 @@ def main() -> None:
     parser.add_argument("--photos-per-person", type=int, default=12)
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-dnp-") as folder:
-        folder = Path(folder)
-        with worktree(args.baseline, folder) as baseline, embedded_database(folder) as uri:
-            references, uploads = choose(args)
-            trees = {f"baseline ({args.baseline})": baseline, "this tree": ROOT}
-            results = {name: measure(tree, uri, folder, references, uploads) for name, tree in trees.items()}
-    print_table(results, references, uploads)
+    chosen = {}
+    runs = beside_baseline(
+        args.baseline,
+        lambda tree, uri, folder: measure(tree, uri, folder, *chosen["set"]),
+        before=lambda: chosen.setdefault("set", choose(args)),
+    )
+    print_table({name: results[0] for name, results in runs.items()}, *chosen["set"])
 
 
 def choose(args) -> tuple[dict[str, Path], list[Upload]]:

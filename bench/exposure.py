@@ -22,7 +22,6 @@ import argparse
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -31,7 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baseline import drain, embedded_database, empty_database, run_worker, send, worker_env, worktree  # noqa: E402
+from bench.baseline import beside_baseline, drain, empty_database, run_worker, send, worker_env  # noqa: E402
 
 BASELINE = "f3d2325"  # main before "A DNP change takes effect in one job"
 POLL_S = 0.05
@@ -46,12 +45,8 @@ def main() -> None:
     parser.add_argument("--queued", type=int, default=300)
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-exposure-") as folder:
-        folder = Path(folder)
-        with worktree(args.baseline, folder) as baseline, embedded_database(folder) as uri:
-            trees = {f"baseline ({args.baseline})": baseline, "this tree": ROOT}
-            results = {name: measure(tree, uri, folder, args) for name, tree in trees.items()}
-    print_table(results, args)
+    runs = beside_baseline(args.baseline, lambda tree, uri, folder: measure(tree, uri, folder, args))
+    print_table({name: results[0] for name, results in runs.items()}, args)
 
 
 def measure(tree: Path, uri: str, folder: Path, args) -> dict:

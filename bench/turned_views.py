@@ -11,7 +11,7 @@ Rules: the detector's score (what the merge did before: one NMS over both kinds 
 margin for the upright view, and the recogniser's feature norm (the kept view's norm against the other's;
 the worker's rule: faces.engines.base.TURNED_NORM_MARGIN).
 
-Usage: python bench/turned_views.py [SET_DIR] [--faces N]
+Usage: python bench/turned_views.py [SET_DIR] [--faces N] [--glob PATTERN]
 """
 
 import argparse
@@ -35,6 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("set_dir", nargs="?", type=Path, default=ROOT / "var" / "real-faces")
     parser.add_argument("--faces", type=int, default=200, help="press photos to take (in name order)")
+    parser.add_argument("--glob", default="lfw-*/lfw-*.jpg", help="which photos of the set (the press photos)")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     import django
@@ -45,7 +46,7 @@ def main() -> None:
 
     started = time.perf_counter()
     engine = resident_engine()
-    photos = sorted(args.set_dir.glob("lfw-*/lfw-*.jpg"))[: args.faces]
+    photos = sorted(args.set_dir.glob(args.glob))[: args.faces]
     if not photos:
         raise SystemExit(f"no press photos under {args.set_dir}: python scripts/make_real_faces_set.py {args.set_dir}")
     rows = {turn: [] for turn in range(4)}

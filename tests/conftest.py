@@ -23,6 +23,7 @@ from momentlens.devservices.seaweedfs import SeaweedS3
 # processes, run the chaos, fuzz or demo runs, or render real video end to end. They hold most of
 # the suite's time, so the everyday loop skips them; `make test` runs everything (README, "Tests").
 SYSTEM_FILES = {
+    "test_bench_smoke.py",
     "test_chaos.py",
     "test_demo.py",
     "test_embedded_default.py",

@@ -235,3 +235,22 @@ def assert_guest_blurred(photo: Photo, *, blurred: bool) -> None:
         face_core(read_image(photo.public_key), leftmost), face_core(read_image(photo.upload_key), leftmost)
     )
     assert (change > 10) is blurred, change
+
+
+def test_a_face_too_poorly_seen_to_judge_is_among_the_hides_candidates(event_with_guest, test_thresholds):
+    """pgvector's candidates are a superset of what the render blurs: a face the recogniser saw too poorly to
+    judge is unsure (faces/thresholds.py), whatever its similarity, so the photo that shows it hides too."""
+    from faces.models import Face
+
+    event, guest, (with_1, with_2, without) = event_with_guest
+    Face.objects.filter(photo=without).update(embedding_norm=test_thresholds.unsure_norm - 1)
+    set_dnp(event, guest, True)
+
+    call_command("run_worker", "--once", "--health-port", "0")
+
+    for photo in (with_1, with_2, without):
+        photo.refresh_from_db()
+    assert (with_1.processed_at, with_2.processed_at, without.processed_at) == (None, None, None)
+    assert {m["photo_id"] for m in waiting_messages() if m.get("first")} == {
+        str(p.id) for p in (with_1, with_2, without)
+    }

@@ -1,5 +1,7 @@
 """Detection, matching and clustering on real photos with the buffalo_s engine."""
 
+import uuid
+
 import numpy as np
 import pytest
 
@@ -23,6 +25,14 @@ def match_and_cluster(photo, size):
     match = match_faces(photo, size)
     cluster_faces(match)
     return match
+
+
+def t1_detected_and_matched(event, group):
+    """t1 uploaded to the event, detected, matched and clustered as the face path does."""
+    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
+    detect_and_store(photo, factories.still_of(group))
+    match_and_cluster(photo, (group.shape[1], group.shape[0]))
+    return photo
 
 
 def stored_faces(photo) -> list[Face]:
@@ -68,9 +78,7 @@ def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(gro
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.READY
 
-    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store(photo, factories.still_of(group))
-    match_and_cluster(photo, (group.shape[1], group.shape[0]))
+    photo = t1_detected_and_matched(event, group)
 
     faces = stored_faces(photo)
     assert [face.matched_user_id for face in faces] == [None, None, user, None, None, None]
@@ -88,9 +96,7 @@ def test_with_thresholds_not_measured_nothing_matches_and_every_face_is_blurred(
     event = factories.event()
     user = factories.member(event, dnp=True)
     factories.ready_reference(user, group_faces[2].embedding, ENGINE)
-    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store(photo, factories.still_of(group))
-    match_and_cluster(photo, (group.shape[1], group.shape[0]))
+    photo = t1_detected_and_matched(event, group)
 
     faces = stored_faces(photo)
     assert all(face.matched_user_id is None for face in faces)
@@ -109,9 +115,7 @@ def test_other_events_members_who_left_and_other_engines_never_match(group, grou
     factories.ready_reference(in_other_event, group_faces[0].embedding, ENGINE)
     factories.ready_reference(left, group_faces[1].embedding, ENGINE)
     factories.ready_reference(other_engine, group_faces[2].embedding, "insightface-buffalo_l")
-    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store(photo, factories.still_of(group))
-    match_and_cluster(photo, (group.shape[1], group.shape[0]))
+    photo = t1_detected_and_matched(event, group)
 
     assert all(face.matched_user_id is None for face in photo.faces.all())
     assert all(face.similarity is None for face in photo.faces.all()), "no candidate, no comparison"
@@ -129,9 +133,7 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
     user = factories.member(event, dnp=True)
     # t1's middle guest: no other face of t1 comes near their reference (under 0.06).
     pending = factories.reference(user, samples.derived_portrait(group, group_faces[2].box))
-    photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store(photo, factories.still_of(group))
-    match_and_cluster(photo, (group.shape[1], group.shape[0]))
+    photo = t1_detected_and_matched(event, group)
     assert len(faces_to_blur(photo)) == 6, "pending reference: when unsure, blur"
 
     reference_process(
@@ -195,3 +197,45 @@ def test_reference_process_outcomes(group, test_thresholds):
 
     assert sorted(json.loads(m)["event_id"] for m in sent) == sorted([str(event_a.id), str(event_b.id)])
     assert all(json.loads(m)["job"] == "reprocess_event" for m in sent)
+
+
+@pytest.fixture
+def nothing_judgeable(monkeypatch, test_thresholds):
+    """The measured thresholds, but every face too poorly seen to judge (an unsure_norm above any norm)."""
+    import dataclasses
+
+    from faces import thresholds
+
+    limits = dataclasses.replace(test_thresholds, unsure_norm=1000.0)
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, limits)
+    return limits
+
+
+@pytest.mark.django_db
+def test_faces_too_poorly_seen_to_judge_are_blurred_where_a_dnp_member_is_and_join_no_cluster(
+    group, group_faces, nothing_judgeable
+):
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    factories.ready_reference(user, group_faces[2].embedding, ENGINE)
+    photo = t1_detected_and_matched(event, group)
+
+    faces = stored_faces(photo)
+    assert all(face.embedding_norm > 15 for face in faces), "the norm is stored with each face"
+    assert len(faces_to_blur(photo)) == 6, "any of them could be the DNP member"
+    assert faces[2].matched_user_id == user, "a face that reaches match is still matched"
+    assert UnknownCluster.objects.count() == 0
+    assert all(face.unknown_cluster_id is None for face in faces)
+
+
+@pytest.mark.django_db
+def test_a_reference_too_poorly_seen_to_judge_is_no_usable_face(group, group_faces, nothing_judgeable):
+    user = uuid.uuid4()
+    reference = make_reference_for(user, group, group_faces[2])
+    result = reference_process(
+        {"job": "reference_process", "reference_id": str(reference.id)}, JobContext.outside_worker("reference_process")
+    )
+    reference.refresh_from_db()
+    assert reference.status == SubjectReference.Status.NO_FACE
+    assert reference.embedding is None
+    assert result["detail"] == "face_too_poor"

@@ -256,10 +256,16 @@ def test_a_face_running_through_a_video_is_blurred_in_every_frame(group, group_f
     check_every_frame(clip, upload.frames, public.frames, own.frames)
 
 
+# t1's middle guest, whose reference no other face of t1 comes near (under 0.06): every other face stays as
+# uploaded. Beside t1's leftmost face a neighbour reaches theirs at 0.14 with a weak embedding, and the
+# quality-aware decision blurs that neighbour too (docs/ARCHITECTURE.md §6).
+GUEST = 2
+
+
 def test_a_heic_still_takes_the_still_path(group, group_faces):
     """HEIC is an ISO-media container like MP4: its still brand must not send it down the video path."""
     event = factories.event()
-    dnp_user = member_with_reference(event, group, group_faces[0])
+    dnp_user = member_with_reference(event, group, group_faces[GUEST])
     run_worker_drain()
     photo = face_processed(event, media_clips.heic(group))
 
@@ -273,17 +279,19 @@ def test_a_heic_still_takes_the_still_path(group, group_faces):
     height, width = upload.shape[:2]
     faces = sorted(photo.faces.all(), key=lambda face: face.box_x)
     assert len(faces) == len(group_faces)
-    assert faces[0].matched_user_id == dnp_user
+    assert faces[GUEST].matched_user_id == dnp_user
     boxes = [
         (f.box_x * width, f.box_y * height, (f.box_x + f.box_w) * width, (f.box_y + f.box_h) * height) for f in faces
     ]
-    reading = read_face(public, upload, boxes[0])
+    reading = read_face(public, upload, boxes[GUEST])
     assert reading.blurred, f"the DNP face in the public file: {reading}"
-    for k, box in enumerate(boxes[1:], start=1):
+    for k, box in enumerate(boxes):
+        if k == GUEST:
+            continue
         reading = read_face(public, upload, box)
         assert reading.intact, f"guest {k} in the public file: {reading}"
     own = cv2.imdecode(np.frombuffer(read_bytes(photo.variants.get().key), np.uint8), cv2.IMREAD_COLOR)
-    reading = read_face(own, upload, boxes[0])
+    reading = read_face(own, upload, boxes[GUEST])
     assert reading.intact, f"the DNP face in their own file: {reading}"
 
 

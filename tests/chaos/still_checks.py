@@ -28,17 +28,16 @@ def extra_pictures(chaos) -> int:
 
 def hidden_dnp_faces(chaos) -> int:
     """Each seeded still with more than one plain picture (or a turned one): every picture that any of its
-    published files shows or carries, run through the engine, shows no DNP member of its event at the blur
-    threshold, but their own face in their own file."""
+    published files shows or carries, run through the engine, shows no DNP member of its event
+    (tests.published_pictures.SHOWS_THE_MEMBER), but their own face in their own file."""
     from tests.published_pictures import dnp_faces_in
 
     rendered_stills, violations, files = chaos.seeded.rendered_stills, 0, 0
     for photo in (photo for photo in published_photos() if str(photo.id) in rendered_stills):
         references = dnp_references(photo.event_id)
-        blur = min((blur for _, blur, _ in references), default=0.0)
         for viewer, key in still_files(photo):
             others = {str(user): embedding for user, _, embedding in references if user != viewer}
-            shown = dnp_faces_in(read_bytes(key), others, blur) if others else []
+            shown = dnp_faces_in(read_bytes(key), others) if others else []
             files += 1
             violations += len(shown)
             chaos.report.notes += [f"{rendered_stills[str(photo.id)]}: {key}: {where}" for where in shown]

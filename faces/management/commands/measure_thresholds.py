@@ -108,13 +108,14 @@ class Command(BaseCommand):
     def _conditions(self, pairs: Pairs, seen, decisions: dict[str, Thresholds]) -> None:
         self.stdout.write(
             "\n## The blur decision by condition\n\nThe members' own faces left visible, and strangers' faces "
-            "blurred (all pairs), under each decision.\n\n| condition | own faces | "
+            "blurred (all pairs), under each decision; where each similarity distribution's edge lies (own faces: "
+            "5th percentile, strangers: 97th).\n\n| condition | own faces | own p5 | "
             + " | ".join(f"visible ({name})" for name in decisions)
-            + " | stranger pairs | "
+            + " | stranger pairs | strangers p97 | "
             + " | ".join(f"blurred ({name})" for name in decisions)
-            + " |\n|---|---:|"
+            + " |\n|---|---:|---:|"
             + "---:|" * len(decisions)
-            + "---:|"
+            + "---:|---:|"
             + "---:|" * len(decisions)
         )
         outcomes = {name: blurred(pairs, limits) for name, limits in decisions.items()}
@@ -122,10 +123,12 @@ class Command(BaseCommand):
             genuine, stranger = pairs.genuine[rows], pairs.stranger[rows]
             visible = [_share(genuine & ~blur[rows], genuine) for blur in outcomes.values()]
             strangers = [_share(stranger & blur[rows], stranger) for blur in outcomes.values()]
+            own_p5 = _percentile(pairs.similarity[rows][genuine], 5)
+            strangers_p97 = _percentile(pairs.similarity[rows][stranger], 97)
             self.stdout.write(
-                f"| {label} | {int(genuine.sum())} | "
+                f"| {label} | {int(genuine.sum())} | {own_p5} | "
                 + " | ".join(visible)
-                + f" | {int(stranger.sum())} | "
+                + f" | {int(stranger.sum())} | {strangers_p97} | "
                 + " | ".join(strangers)
                 + " |"
             )
@@ -161,7 +164,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"rule: faces/measurement/recommend.py: the fewest own faces visible with strangers blurred <= "
             f"{BUDGETS['large']:.1%} per member on average ({BUDGETS['small']:.0%} for faces under 32 px); "
-            "match above every stranger pair"
+            f"match above every stranger pair (the highest: {pairs.similarity[pairs.stranger].max():.3f})"
         )
         self.stdout.write(
             "\n## Two-fold check\n\n| chosen on one half, tried on the other | own faces visible "
@@ -217,6 +220,10 @@ def thresholds_line(limits: Thresholds) -> str:
         f"poor_face_blur={limits.poor_face_blur:.2f}, small_face_px={limits.small_face_px}, "
         f"turned_face={limits.turned_face:g}, weak_norm={limits.weak_norm:g}, unsure_norm={limits.unsure_norm:g})"
     )
+
+
+def _percentile(values: np.ndarray, q: float) -> str:
+    return f"{np.percentile(values, q):.3f}" if values.size else "-"
 
 
 def _share(hits: np.ndarray, among: np.ndarray) -> str:

@@ -1,0 +1,98 @@
+"""What one face_process costs, the baseline revision's worker beside this tree's, through the real worker.
+
+The 12 MP scene of bench/pipeline.py (t1.jpg upscaled, light noise, six guests) in an event with two DNP
+members (references of two of its guests, made by each worker's own reference_process from portraits cut
+out of t1), uploaded --photos times. Each worker drains its own copy, one job at a time on one onnxruntime
+thread, in --rounds rounds taken in turn (baseline, this tree, baseline, ...) so that a slower minute of
+the machine falls on both. The table gives the median `ms` of the workers' own `event=job_done
+job=face_process` log lines.
+
+Usage: python bench/job_cost.py [--photos 3] [--rounds 2] [--megapixels 12] [--baseline REV]
+"""
+
+import argparse
+import re
+import statistics
+import sys
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.baseline import beside_baseline, drain, empty_database, send, worker_env  # noqa: E402
+from bench.dnp_visibility import BASELINE  # noqa: E402
+
+JOB_MS = re.compile(r"event=job_done .*?job=face_process .*?outcome=completed .*?ms=(\d+)")
+SIDES = {1: (1155, 866), 12: (4000, 3000), 24: (5656, 4242)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--photos", type=int, default=3, help="face_process jobs per worker per round")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--megapixels", type=int, choices=sorted(SIDES), default=12)
+    parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
+    args = parser.parse_args()
+    upload = {}
+    runs = beside_baseline(
+        args.baseline,
+        lambda tree, uri, folder: one_round(tree, uri, folder, upload["bytes"], args.photos),
+        rounds=args.rounds,
+        before=lambda: upload.setdefault("bytes", scene_upload(args.megapixels)),
+    )
+    print_table({name: [ms for jobs in rounds for ms in jobs] for name, rounds in runs.items()}, args)
+
+
+def scene_upload(megapixels: int) -> bytes:
+    from bench.pipeline import scene
+    from faces.rendering.codec import encode_jpeg
+
+    return encode_jpeg(scene(*SIDES[megapixels]))
+
+
+def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int) -> list[int]:
+    """The event seeded afresh, its references made and the photos processed by `tree`'s worker: each job's ms."""
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    from faces.models import Event, EventMember, Photo, SubjectReference
+    from momentlens.devservices import samples
+
+    empty_database()
+    event = Event.objects.create(name="bench job cost")
+    group = samples.group_photo()
+    for x1, y1, x2, y2 in ((55, 260, 168, 397), (745, 342, 847, 480)):  # t1's faces 0 and 3
+        user = uuid.uuid4()
+        EventMember.objects.create(event=event, user_id=user, do_not_publish=True)
+        portrait = samples.encode_jpeg(samples.derived_portrait(group, (x1, y1, x2, y2)))
+        key = default_storage.save(f"users/{user}/references/{uuid.uuid4()}.jpg", ContentFile(portrait))
+        reference = SubjectReference.objects.create(user_id=user, upload_key=key)
+        send({"job": "reference_process", "reference_id": str(reference.id)})
+    for _ in range(photos):
+        photo_id = uuid.uuid4()
+        key = default_storage.save(f"events/{event.id}/uploads/{photo_id}.jpg", ContentFile(upload))
+        Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
+        send({"job": "face_process", "photo_id": str(photo_id)})
+    log = folder / f"worker-{uuid.uuid4().hex[:6]}.log"
+    drain(tree, worker_env(uri, folder), log)
+    jobs = [int(ms) for ms in JOB_MS.findall(log.read_text())]
+    if len(jobs) != photos:
+        raise RuntimeError(f"{len(jobs)} of {photos} face_process jobs completed: {log.read_text()[-2000:]}")
+    return jobs
+
+
+def print_table(times: dict[str, list[int]], args) -> None:
+    jobs = f"{args.photos} jobs x {args.rounds} rounds"
+    print(f"\n## face_process, {args.megapixels} MP, 6 guests, 2 DNP members: {jobs}\n")
+    print("| worker | jobs | median ms | ratio vs baseline |")
+    print("|---|---:|---:|---:|")
+    base = None
+    for name, jobs in times.items():
+        median = statistics.median(jobs)
+        base = base or median
+        print(f"| {name} | {len(jobs)} | {median:.0f} | {median / base:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
