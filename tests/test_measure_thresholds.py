@@ -101,3 +101,13 @@ def test_one_person_is_not_enough(tmp_path):
     (tmp_path / "only").mkdir()
     with pytest.raises(CommandError, match="at least two person folders"):
         call_command("measure_thresholds", str(tmp_path))
+
+
+def test_another_decision_is_read_from_its_fields():
+    from faces.management.commands.measure_thresholds import thresholds_of
+
+    assert thresholds_of("match=0.4,blur=0.3,cluster=0.45,poor_face_blur=0.15") == Thresholds(
+        match=0.4, blur=0.3, cluster=0.45, poor_face_blur=0.15
+    )
+    with pytest.raises(CommandError, match="no field"):
+        thresholds_of("match=0.4,bluur=0.3")

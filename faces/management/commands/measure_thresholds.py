@@ -46,8 +46,13 @@ class Command(BaseCommand):
             "--derived-per-person", type=int, default=3, help="photos per person shrunk, blurred, darkened"
         )
         parser.add_argument("--min-face", type=float, default=20.0, help="group_ faces narrower (px) are ignored")
+        parser.add_argument(
+            "--also",
+            type=thresholds_of,
+            help="another decision to show beside them, as Thresholds fields: 'match=0.4,blur=0.3,cluster=0.45'",
+        )
 
-    def handle(self, *args, directory: Path, derived_per_person: int, min_face: float, **options):
+    def handle(self, *args, directory: Path, derived_per_person: int, min_face: float, also, **options):
         if not directory.is_dir():
             raise CommandError(f"{directory} is not a folder (it should hold one folder of photos per person)")
         if sum(1 for path in directory.iterdir() if path.is_dir()) < 2:
@@ -61,11 +66,12 @@ class Command(BaseCommand):
         derived = [one for one in seen if isinstance(one, Probe)]
         pairs = Pairs.of(probes + derived, chosen)
         self._header(engine.name, probes, chosen, seen, pairs, time.monotonic() - started)
-        committed = for_engine(engine.name)
         recommended, _ = recommend(pairs)
+        decisions = {"committed": for_engine(engine.name), "recommended": recommended}
+        decisions |= {"also": also} if also else {}
         self._roc(pairs)
-        self._conditions(pairs, seen, {"committed": committed, "recommended": recommended})
-        self._members(pairs, {"committed": committed, "recommended": recommended})
+        self._conditions(pairs, seen, decisions)
+        self._members(pairs, decisions)
         self._recommendation(pairs, recommended)
 
     def _skipped(self, path: Path, reason: str) -> None:
@@ -212,6 +218,17 @@ def _buckets(name: str, values: np.ndarray, edges: tuple, among: np.ndarray) -> 
         )
         result.append((label, among & (values >= low) & (values < high)))
     return result
+
+
+def thresholds_of(text: str) -> Thresholds:
+    """'match=0.4,blur=0.3,cluster=0.45' -> Thresholds(match=0.4, blur=0.3, cluster=0.45)."""
+    fields = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        if name.strip() not in Thresholds.__dataclass_fields__:
+            raise CommandError(f"--also: {name.strip()!r} is no field of Thresholds")
+        fields[name.strip()] = float(value)
+    return Thresholds(**{"match": None, "blur": None, "cluster": None} | fields)
 
 
 def thresholds_line(limits: Thresholds) -> str:
