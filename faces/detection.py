@@ -14,10 +14,11 @@ def detect_and_store(photo: Photo, media: Media, between: Checkpoint = never_sto
     and track), stamp faces_detected_at. `between` is the try's checkpoint: a try cut off from its session
     stops within a tile or a frame.
 
-    A retry of a try that failed after detecting reuses that detection (faces.detection_memory).
+    A retry of a try that failed after detecting reuses that detection, and a try stopped half-way for privacy
+    work reuses the looks it took (faces.detection_memory).
     """
     engine = resident_engine()
-    found = detections_of(photo, media.detection_key, engine.name, lambda: media.detect(engine, between))
+    found = detections_of(photo, media.detection_key, engine, lambda looks: media.detect(looks, between))
     rows = [face_row(photo, face, media.width, media.height, time, track) for time, track, face in found]
     Face.objects.bulk_create(rows)
     photo.faces_detected_at = timezone.now()

@@ -1,33 +1,70 @@
-"""The last detections of this process, so that a retry of the same job does not detect again.
+"""The last detections of this process, so that a try run again does not detect again.
 
 A try that fails after detecting rolls its face rows back with everything else, and the
 retry (same message, same process, seconds later) would run the detector again: 9 s
-for a 12 MP photo. The retry reuses what the failed try found instead, keyed by the
-photo, its upload key, the engine and a digest of the decoded pixels (a clip's: of the
-upload's bytes), so a replaced upload is detected afresh. Only this process remembers: a retry in another process,
-or after a restart, detects again.
+for a 12 MP photo. A try stopped half-way for privacy work (jobqueue/preemption.py) would
+start its detection over. So this process remembers, per upload (keyed by the photo, its
+upload key, the engine and a digest of the decoded pixels; a clip's: of the upload's bytes,
+so a replaced upload is detected afresh):
+
+- what the whole detection found, once it finished: a retry reuses it;
+- every look of the engine on the way (a clip's frames and changed places: `RememberedLooks`):
+  a try run again after a preemption replays its frames and runs the detector only where it had
+  not looked yet.
+
+Only this process remembers: a retry in another process, or after a restart, detects again.
 """
 
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
 # A retry comes right after its failed try: a few entries are enough, and bound the memory.
 SIZE = 4
+# A look is known by a digest of every STRIDE-th pixel of every STRIDE-th row (and the image's shape): frames
+# of one clip differ there, and a 4K frame hashes in well under a millisecond.
+STRIDE = 4
 
-_remembered: OrderedDict[tuple, list] = OrderedDict()
+
+@dataclass
+class Remembered:
+    looks: dict = field(default_factory=dict)
+    found: list | None = None
 
 
-def detections_of(photo, image: np.ndarray, engine_name: str, detect: Callable[[], list]) -> list:
-    """What `detect()` finds in `image`, from memory when this process already detected this photo's upload."""
-    key = (photo.id, photo.upload_key, engine_name, hashlib.blake2b(image.data, digest_size=16).digest())
-    if key in _remembered:
-        _remembered.move_to_end(key)
-        return _remembered[key]
-    found = detect()
-    _remembered[key] = found
-    if len(_remembered) > SIZE:
+class RememberedLooks:
+    """An engine whose `analyze` answers from memory what it already answered for this upload."""
+
+    def __init__(self, engine, looks: dict):
+        self._engine, self._looks = engine, looks
+        self.name = engine.name
+
+    def analyze(self, image: np.ndarray, **options) -> list:
+        asked = {name: value for name, value in options.items() if name != "between"}
+        key = (_digest(np.ascontiguousarray(image[::STRIDE, ::STRIDE])), image.shape, tuple(sorted(asked.items())))
+        if key not in self._looks:
+            self._looks[key] = self._engine.analyze(image, **options)
+        return self._looks[key]
+
+
+_remembered: OrderedDict[tuple, Remembered] = OrderedDict()
+
+
+def detections_of(photo, image: np.ndarray, engine, detect: Callable[[RememberedLooks], list]) -> list:
+    """What `detect(engine)` finds in `image`, from memory when this process already detected this photo's
+    upload; `detect` is given the engine with the looks it already took."""
+    key = (photo.id, photo.upload_key, engine.name, _digest(image))
+    remembered = _remembered.setdefault(key, Remembered())
+    _remembered.move_to_end(key)
+    while len(_remembered) > SIZE:
         _remembered.popitem(last=False)
-    return found
+    if remembered.found is None:
+        remembered.found = detect(RememberedLooks(engine, remembered.looks))
+    return remembered.found
+
+
+def _digest(pixels: np.ndarray) -> bytes:
+    return hashlib.blake2b(pixels.data, digest_size=16).digest()

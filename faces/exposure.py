@@ -20,7 +20,7 @@ import uuid
 from django.db import connection
 
 from faces import thresholds
-from faces.matching import Candidates, match_of
+from faces.matching import Candidates, PhotoMatch
 from faces.models import EventMember, Face, Photo
 from faces.rendering.files import plan_of
 
@@ -57,29 +57,49 @@ EDGE_FRACTION = 0.02
 def hide_exposed(event_id) -> list[uuid.UUID]:
     """Unpublish (in this transaction) the event's published photos whose files show less blur than the
     event's members now need; returns their ids, oldest first. Each is locked first: a photo job in flight
-    on one of them is waited for, and what it publishes is judged."""
+    on one of them is waited for, and what it publishes is judged.
+
+    Its cost grows with the event's published photos, never with what is in flight: one query for the
+    candidates, one to lock them, one for their faces, the members and references once per engine, then
+    every candidate matched in memory (`bench/exposure.py --hide-photos 5000`)."""
     dnp = list(EventMember.objects.dnp().filter(event_id=event_id).values_list("user_id", flat=True))
     if not dnp:
         return []
-    candidates = {photo_id for engine in _engines(event_id) for photo_id in _candidates(event_id, engine, dnp)}
-    photos = Photo.objects.select_for_update().filter(id__in=candidates).order_by("created_at", "id")
-    exposed = [photo.id for photo in photos if photo.processed_at is not None and shows_less_blur(photo)]
+    engines = _engines(event_id)
+    candidates = {photo_id for engine in engines for photo_id in _candidates(event_id, engine, dnp)}
+    photos = list(Photo.objects.select_for_update().filter(id__in=candidates).order_by("created_at", "id"))
+    faces = _faces_of([photo.id for photo in photos if photo.processed_at is not None])
+    members = {engine: Candidates.for_event(event_id, engine) for engine in engines}
+    exposed = [photo.id for photo in photos if photo.id in faces and shows_less_blur(photo, faces[photo.id], members)]
     Photo.objects.filter(id__in=exposed).update(processed_at=None)
     return exposed
 
 
-def shows_less_blur(photo: Photo) -> bool:
+def shows_less_blur(photo: Photo, faces: list[Face] | None = None, members: dict | None = None) -> bool:
     """Whether a render now would blur, in some file, a face or region the current file does not. A DNP
-    member's own file that would no longer be written is held to the public file's blur."""
+    member's own file that would no longer be written is held to the public file's blur. `faces` (the
+    photo's, by id) and `members` (the event's candidates per engine) when the caller has read them."""
     size = (photo.width, photo.height) if photo.width and photo.height else None  # unknown: every face unsure
-    now = plan_of(photo, match_of(photo, size))
+    faces = list(photo.faces.order_by("id")) if faces is None else faces
+    engine = faces[0].engine if faces else None
+    known = (members or {}).get(engine)
+    match = PhotoMatch.for_faces(faces, photo.event_id, engine, size, known) if faces else None
+    now = plan_of(photo, match)
     rendered = photo.render_plan or {"regions": [], "public": []}
     if _regions_added(rendered.get("regions", []), now["regions"]):
         return True
-    for viewer, faces in rendered.items():
-        if viewer != "regions" and set(now.get(viewer, now["public"])) - set(faces):
+    for viewer, blurred in rendered.items():
+        if viewer != "regions" and set(now.get(viewer, now["public"])) - set(blurred):
             return True
     return False
+
+
+def _faces_of(photo_ids: list) -> dict:
+    """The faces of these photos, by photo, each photo's by id (as its render matched them)."""
+    faces: dict = {}
+    for face in Face.objects.filter(photo_id__in=photo_ids).order_by("photo_id", "id"):
+        faces.setdefault(face.photo_id, []).append(face)
+    return faces
 
 
 def _regions_added(before: list, now: list) -> bool:

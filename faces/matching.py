@@ -87,10 +87,18 @@ class PhotoMatch:
     too_poor: np.ndarray
 
     @classmethod
-    def for_faces(cls, faces: list[Face], event_id, engine: str, size: tuple[int, int] | None) -> "PhotoMatch":
+    def for_faces(
+        cls,
+        faces: list[Face],
+        event_id,
+        engine: str,
+        size: tuple[int, int] | None,
+        candidates: Candidates | None = None,
+    ) -> "PhotoMatch":
         """`size`: the image's (width, height); None when unknown (every face counts as small and unsure).
-        A clip's faces (with a track) are matched track by track."""
-        candidates = Candidates.for_event(event_id, engine)
+        A clip's faces (with a track) are matched track by track. `candidates`: the event's, when the caller
+        matches many photos of it (else read here)."""
+        candidates = candidates or Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
         views = [face_view(face, size) for face in faces]
         match = cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), views)

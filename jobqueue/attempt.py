@@ -3,7 +3,8 @@
 A Try holds what the loop knows of the message it read: the message, its payload and the job
 it asks for (or why it asks for none), the fields every log line of the try carries, when the
 try began and the error it ended with. It builds the context its handler runs with
-(jobqueue/context.py), whose checkpoint is the reader's lease (jobqueue/lease.py).
+(jobqueue/context.py), whose checkpoint is the reader's lease (jobqueue/lease.py) and the reader's preemption
+(jobqueue/preemption.py).
 """
 
 import time
@@ -12,10 +13,11 @@ from jobqueue import messages, queries, registry
 from jobqueue.context import JobContext
 from jobqueue.errors import PermanentJobError
 from jobqueue.lease import Lease
+from jobqueue.preemption import Preemption
 
 
 class Try:
-    def __init__(self, message: queries.Message, lease: Lease):
+    def __init__(self, message: queries.Message, lease: Lease, preemption: Preemption | None = None):
         self.message = message
         self.started = time.monotonic()
         self.payload, self.job, self.problem = _parse(message.body)
@@ -23,6 +25,7 @@ class Try:
         # What ended a try whose handler raised (reported to Sentry when it was the last try).
         self.error: Exception | None = None
         self._lease = lease
+        self._preemption = preemption or Preemption()
 
     @property
     def msg_id(self) -> int:
@@ -43,8 +46,13 @@ class Try:
             msg_id=self.msg_id,
             try_number=self.number,
             fields=dict(self.fields),
-            _checkpoint=self._lease.checkpoint,
+            _checkpoint=self._checkpoint,
         )
+
+    def _checkpoint(self) -> None:
+        """The lease first (a try cut off from its session stops), then privacy work waiting on this try."""
+        self._lease.checkpoint()
+        self._preemption.checkpoint()
 
     def ms(self) -> int:
         return round((time.monotonic() - self.started) * 1000)

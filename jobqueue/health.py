@@ -22,6 +22,9 @@ class WorkerState:
     queue_length: int | None = None
     last_job_at: float | None = None
     jobs_done: int = 0
+    # Tries stopped for privacy work (jobqueue/preemption.py), and when the last one was.
+    preemptions: int = 0
+    last_preemption_at: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def update(self, **changes) -> None:
@@ -39,14 +42,20 @@ class WorkerState:
                 "slots": self.slots,
                 "working_on": self.working_on,
                 "queue_length": self.queue_length,
-                "last_job_age_s": None if self.last_job_at is None else round(time.time() - self.last_job_at, 1),
+                "last_job_age_s": _age(self.last_job_at),
                 "jobs_done": self.jobs_done,
+                "preemptions": self.preemptions,
+                "last_preemption_age_s": _age(self.last_preemption_at),
                 **registry.health_fields(),
             }
 
     @property
     def healthy(self) -> bool:
         return self.phase == "running" and self.lock_held
+
+
+def _age(at: float | None) -> float | None:
+    return None if at is None else round(time.time() - at, 1)
 
 
 class HealthServer:

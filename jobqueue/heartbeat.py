@@ -11,6 +11,9 @@ The same connection names what the reader works on in its application_name
 (`momentlens-worker heartbeat reader=<lock pid> msg=<id> job=<name>`), which
 `queue_status` shows beside each reader slot, once a job has run NAME_AFTER_S: a
 short job costs no round trip here.
+
+And while an ordinary try runs, the same thread watches for privacy work that waits on it, every
+WATCH_EVERY_S, and asks the try to stop for it (jobqueue/preemption.py).
 """
 
 import logging
@@ -20,7 +23,8 @@ from contextlib import contextmanager
 
 from django.db import DatabaseError, connections
 
-from jobqueue import queries
+from jobqueue import queries, registry
+from jobqueue.preemption import PREEMPT_GRACE_S, WATCH_EVERY_S, Preemption
 
 log = logging.getLogger("jobqueue.worker")
 
@@ -29,12 +33,16 @@ NAME_AFTER_S = 0.5
 
 
 class Heartbeat:
-    def __init__(self, vt_s: int):
+    def __init__(self, vt_s: int, preemption: Preemption | None = None, *, slots: int = 1):
         self.vt_s = vt_s
         self.every_s = max(vt_s / 3, 0.05)
+        self.preemption = preemption or Preemption()
+        # One reader slot: nobody else will read privacy work, so it preempts at once.
+        self._grace_s = 0.0 if slots == 1 else PREEMPT_GRACE_S
         self._changed = threading.Condition()
-        # The job in flight, (msg_id, label), or None between jobs.
+        # The job in flight, (msg_id, label), or None between jobs; whether privacy work may stop it.
         self._job: tuple[int, str] | None = None
+        self._preemptible = False
         self._reader_pid: int | None = None
         self._closed = False
         # Held while a beat is sent: a job's end waits for it, so that no beat lands after
@@ -54,16 +62,17 @@ class Heartbeat:
         self._thread.join(timeout=5)
 
     @contextmanager
-    def beating(self, msg_id: int, label: str, reader_pid: int | None):
-        """Keep `msg_id` hidden until the block ends."""
+    def beating(self, msg_id: int, label: str, reader_pid: int | None, *, preemptible: bool = False):
+        """Keep `msg_id` hidden until the block ends; `preemptible`: watch for privacy work that waits on it."""
+        self.preemption.clear()
         with self._changed:
-            self._job, self._reader_pid = (msg_id, label), reader_pid
+            self._job, self._reader_pid, self._preemptible = (msg_id, label), reader_pid, preemptible
             self._changed.notify()
         try:
             yield
         finally:
             with self._changed:
-                self._job = None
+                self._job, self._preemptible = None, False
                 self._changed.notify()
             self._wait_for_the_beat_in_flight()
 
@@ -76,7 +85,7 @@ class Heartbeat:
 
     def _run(self) -> None:
         current = named = None  # the job in flight as last seen; the job the connection's name shows
-        name_due = beat_due = None
+        name_due = beat_due = watch_due = None
         while True:
             with self._changed:
                 if self._job != current:
@@ -85,9 +94,10 @@ class Heartbeat:
                     # loop's own round trips are all a short job costs.
                     name_due = now + NAME_AFTER_S if current else (now if named else None)
                     beat_due = now + self.every_s if current else None
+                    watch_due = now + WATCH_EVERY_S if current and self._preemptible else None
                 if self._closed:
                     break
-                due = min((at for at in (name_due, beat_due) if at is not None), default=None)
+                due = min((at for at in (name_due, beat_due, watch_due) if at is not None), default=None)
                 if due is None or due > time.monotonic():
                     self._changed.wait(None if due is None else max(0.0, due - time.monotonic()))
                     continue
@@ -102,6 +112,9 @@ class Heartbeat:
                 if beat_due is not None and now >= beat_due:
                     self._beat(current, reader_pid)
                     beat_due = now + self.every_s
+                if watch_due is not None and now >= watch_due:
+                    # Once the try is asked to stop, nothing more to watch for.
+                    watch_due = None if self._watch(reader_pid) else now + WATCH_EVERY_S
         self._close_connection()
 
     def _still(self, job: tuple[int, str] | None) -> bool:
@@ -116,6 +129,15 @@ class Heartbeat:
             if fresh:
                 queries.set_application_name(cursor, _label(job, reader_pid))
             queries.extend_visibility(cursor, job[0], self.vt_s)
+
+    def _watch(self, reader_pid: int | None) -> bool:
+        """Ask the try to stop when privacy work waits on it; whether it was asked."""
+        with self._guard("heartbeat_failed"), self._cursor() as cursor:
+            reason = queries.privacy_waiting(cursor, registry.privacy_jobs(), self._grace_s, reader_pid)
+            if reason:
+                self.preemption.request(reason)
+                return True
+        return False
 
     def _name(self, job: tuple[int, str] | None, reader_pid: int | None) -> None:
         with self._guard("heartbeat_failed"), self._cursor() as cursor:

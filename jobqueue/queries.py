@@ -60,6 +60,27 @@ READ_FIRST = """
 # transaction (bench/queue_overhead.py measures the difference).
 DELETE = "DELETE FROM pgmq.q_jobs WHERE msg_id = %s"
 ARCHIVE = "SELECT pgmq.archive(%s, %s::bigint)"
+# A preempted try's message (jobqueue/preemption.py) given back: visible now, and its read uncounted (no failed
+# try), unless a reader has read it since.
+GIVE_BACK = "UPDATE pgmq.q_jobs SET vt = clock_timestamp(), read_ct = read_ct - 1 WHERE msg_id = %s AND read_ct = %s"
+# Privacy work that waits on a reader (jobqueue/preemption.py), asked on its heartbeat connection: a privacy
+# job (one of the jsonb objects given) visible and unread for at least a grace (seconds), or a privacy job
+# another reader runs (its transaction's application_name) that waits for a lock the reader's backend holds.
+PRIVACY_WAITING = """
+    SELECT
+        EXISTS (
+            SELECT 1 FROM pgmq.q_jobs
+            WHERE message @> ANY(%s::jsonb[]) AND vt <= clock_timestamp()
+              AND enqueued_at <= clock_timestamp() - make_interval(secs => %s)
+        ),
+        EXISTS (
+            SELECT 1 FROM pg_stat_activity AS waiting
+            WHERE waiting.application_name = %s AND %s = ANY(pg_blocking_pids(waiting.pid))
+        )
+"""
+# What a privacy job's transaction calls itself (reset at its end), so that a reader it waits on can tell.
+PRIVACY_APPLICATION_NAME = "momentlens-worker privacy"
+MARK_PRIVACY_TRY = "SELECT set_config('application_name', %s, true)"
 # A failed try's message, visible again, unless a reader has read it since (read_ct moved on): with several
 # readers a backoff longer than vt lets another reader take it, and that reader's run must stay its own.
 MAKE_VISIBLE = "UPDATE pgmq.q_jobs SET vt = clock_timestamp() WHERE msg_id = %s AND read_ct = %s"
@@ -194,6 +215,25 @@ def archive(cursor, msg_id: int, reason: str, error: str) -> bool:
 def make_visible(cursor, msg_id: int, read_ct: int) -> bool:
     cursor.execute(MAKE_VISIBLE, [msg_id, read_ct])
     return cursor.rowcount == 1
+
+
+def give_back(cursor, msg_id: int, read_ct: int) -> bool:
+    cursor.execute(GIVE_BACK, [msg_id, read_ct])
+    return cursor.rowcount == 1
+
+
+def privacy_waiting(cursor, privacy_jobs: list[dict], grace_s: float, reader_pid: int | None) -> str | None:
+    """Why privacy work waits on the reader whose backend is `reader_pid` ("queued", "blocked"), or None."""
+    cursor.execute(
+        PRIVACY_WAITING, [[json.dumps(job) for job in privacy_jobs], grace_s, PRIVACY_APPLICATION_NAME, reader_pid]
+    )
+    queued, blocked = cursor.fetchone()
+    return "blocked" if blocked else "queued" if queued else None
+
+
+def mark_privacy_try(cursor) -> None:
+    """The transaction of a privacy job calls itself so until it ends (PRIVACY_WAITING's second half)."""
+    cursor.execute(MARK_PRIVACY_TRY, [PRIVACY_APPLICATION_NAME])
 
 
 def make_abandoned_visible(cursor) -> int:

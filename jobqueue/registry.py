@@ -68,9 +68,15 @@ def lookup(name: str) -> JobType | None:
 FIRST_MARK = {"first": True}
 
 
+def privacy_jobs() -> list[dict]:
+    """The containments of privacy work, read before anything and worth stopping a try for
+    (jobqueue/preemption.py): a first-class job's name."""
+    return [{"job": name} for name, job in sorted(_jobs.items()) if job.first]
+
+
 def read_first() -> list[dict]:
     """The containments that put a message before ordinary ones: a first-class job's name, or the mark."""
-    return [{"job": name} for name, job in sorted(_jobs.items()) if job.first] + [FIRST_MARK]
+    return [*privacy_jobs(), FIRST_MARK]
 
 
 def ids_of(payload: dict | None) -> dict:

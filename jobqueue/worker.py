@@ -1,8 +1,11 @@
 """The consumer loop behind `run_worker` (docs/ARCHITECTURE.md §4).
 
 One reader at a time (jobqueue/session.py; whether its session is still its own is its
-lease, jobqueue/lease.py), one message at a time, oldest first (the first-class ones
-before the rest: registry.read_first). A try is a read (jobqueue/attempt.py): pgmq's
+lease, jobqueue/lease.py), one message at a time, oldest first, privacy work before the
+rest (registry.privacy_jobs), then the renders it sent first (at most RENDERS_IN_A_ROW
+before one ordinary message), then the oldest of the rest. Privacy work that waits on an
+ordinary try stops it at its next checkpoint (jobqueue/preemption.py): its message goes
+back uncounted. A try is a read (jobqueue/attempt.py): pgmq's
 read_ct counts it, and the read commits before the handler runs, so a crash counts too.
 The handler's writes and the message's delete commit in one transaction. What becomes
 of a message is decided first (jobqueue/outcome.py), then carried out here.
@@ -24,12 +27,16 @@ from jobqueue.health import WorkerState
 from jobqueue.heartbeat import Heartbeat
 from jobqueue.lease import DatabaseLost
 from jobqueue.outcome import Action, Outcome
+from jobqueue.preemption import Preempted, Preemption
 from jobqueue.redaction import redact
 from jobqueue.session import ReaderSession, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
 
 METRICS_REFRESH_S = 5.0
+# The renders a hide sends first (marked "first") are read before ordinary messages, but at most this many in
+# a row: then one ordinary message, so that a big event's re-renders take at most 4 reads in 5 while uploads wait.
+RENDERS_IN_A_ROW = 4
 
 __all__ = ["Worker", "WorkerConfig", "WorkerDied"]
 
@@ -78,7 +85,9 @@ class Worker:
         self._stop = threading.Event()
         self._metrics_at = 0.0
         self.session = ReaderSession(self.state, self._stop, config.lock_retry_s, config.reader_slots)
-        self.heartbeat = Heartbeat(config.visibility_timeout_s)
+        self.preemption = Preemption()
+        self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption, slots=config.reader_slots)
+        self._renders_in_a_row = 0
         self.state.update(slots=config.reader_slots)
 
     # -- control ---------------------------------------------------------
@@ -129,14 +138,25 @@ class Worker:
             # Never read on a connection that does not hold the lock.
             raise DatabaseLost("the connection holding the reader lock is gone")
         with self.session.lease.guard():
-            vt, cursor = self.config.visibility_timeout_s, self.session.cursor
-            # Messages that are read first (registry.read_first), oldest first; then the oldest of the rest.
-            message = queries.read_first(cursor, vt, registry.read_first()) or queries.read(cursor, vt)
+            message = self._read()
             self._refresh_metrics()
         if message is None:
             return False
         self._handle(message)
         return True
+
+    def _read(self) -> queries.Message | None:
+        """Privacy work, oldest first; then the renders it sent first, at most RENDERS_IN_A_ROW in a row; then the
+        oldest message."""
+        vt, cursor = self.config.visibility_timeout_s, self.session.cursor
+        message = queries.read_first(cursor, vt, registry.privacy_jobs())
+        if message is None and self._renders_in_a_row < RENDERS_IN_A_ROW:
+            message = queries.read_first(cursor, vt, [registry.FIRST_MARK])
+            self._renders_in_a_row += message is not None
+        if message is None:
+            message = queries.read(cursor, vt)
+            self._renders_in_a_row = 0
+        return message
 
     def _recover(self, lost: DatabaseLost) -> None:
         log.warning("db_lost", extra={"error": str(lost), **lost.in_flight})
@@ -157,19 +177,24 @@ class Worker:
     # -- one message -----------------------------------------------------
 
     def _handle(self, message: queries.Message) -> None:
-        attempt = Try(message, self.session.lease)
+        attempt = Try(message, self.session.lease, self.preemption)
         decided = outcome.before_running(attempt.number, attempt.problem)
         if decided.action is not Action.RUN:
             self._carry_out(decided, attempt)
             return
         attempt.runs()
+        privacy = attempt.job.type.first
         try:
-            with self._running(attempt), self.session.lease.guard(), transaction.atomic():
+            with self._running(attempt, preemptible=not privacy), self.session.lease.guard(), transaction.atomic():
+                if privacy:
+                    queries.mark_privacy_try(self.session.cursor)
                 result = attempt.job.type.handler(attempt.job.payload, attempt.context()) or {}
                 queries.delete(self.session.cursor, attempt.msg_id)
         except DatabaseLost as lost:
             lost.in_flight = {**attempt.fields, "ms": attempt.ms()}  # db_lost names the try it cut short
             raise
+        except Preempted as preempted:
+            self._give_back(attempt, str(preempted))
         except Exception as error:
             attempt.error = error
             self._carry_out(outcome.after_error(error, attempt.number, self.config.retry_backoff_s), attempt)
@@ -178,14 +203,23 @@ class Worker:
             log.info("job_done", extra={**attempt.fields, "outcome": "completed", "ms": attempt.ms(), **result})
 
     @contextmanager
-    def _running(self, attempt: Try):
-        """While the job runs: its message kept hidden (the heartbeat), and /health saying what runs."""
+    def _running(self, attempt: Try, *, preemptible: bool):
+        """While the job runs: its message kept hidden (the heartbeat, which also watches for privacy work that
+        waits on a preemptible try), and /health saying what runs."""
         self.state.update(working_on=f"msg={attempt.msg_id} job={attempt.job.name}")
+        pid = self.session.lease.backend_pid
         try:
-            with self.heartbeat.beating(attempt.msg_id, attempt.job.name, self.session.lease.backend_pid):
+            with self.heartbeat.beating(attempt.msg_id, attempt.job.name, pid, preemptible=preemptible):
                 yield
         finally:
             self.state.update(working_on=None)
+
+    def _give_back(self, attempt: Try, why: str) -> None:
+        """A preempted try, rolled back: its message visible again at once and its read uncounted."""
+        with self.session.lease.guard():
+            queries.give_back(self.session.cursor, attempt.msg_id, attempt.number)
+        self.state.update(preemptions=self.state.preemptions + 1, last_preemption_at=time.time())
+        log.info("job_preempted", extra={**attempt.fields, "outcome": "given_back", "detail": why, "ms": attempt.ms()})
 
     def _carry_out(self, decided: Outcome, attempt: Try) -> None:
         if decided.action is Action.ARCHIVE:

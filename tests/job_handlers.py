@@ -35,6 +35,17 @@ def first(payload, ctx):
     flaky(payload, ctx)
 
 
+@register("test_long", id_field="photo_id")
+def long(payload, ctx):
+    """Runs `seconds`, calling its checkpoint every 50 ms as a clip's frames do; then writes a row naming its try."""
+    _called("test_long", payload)
+    deadline = time.monotonic() + payload.get("seconds", 1.0)
+    while time.monotonic() < deadline:
+        ctx.checkpoint()
+        time.sleep(0.05)
+    Event.objects.create(name=f"long done {payload['photo_id']} try={ctx.try_number}")
+
+
 @register("test_fail", id_field="photo_id")
 def fail(payload, ctx):
     _called("test_fail", payload)

@@ -77,20 +77,32 @@ def test_first_class_messages_are_read_before_older_ordinary_ones_oldest_first(d
     ]
 
 
-def test_a_failed_first_class_try_is_read_again_before_a_newer_first_class_message(drain):
-    failing, newer, ordinary = str(uuid.uuid4()), str(uuid.uuid4()), str(uuid.uuid4())
+def test_a_failed_first_class_try_is_read_again_before_a_newer_one_of_its_class(drain):
+    """Privacy jobs first, then the renders sent first, then the rest (docs/ARCHITECTURE.md §4); within each
+    class a failed try is read again before anything newer."""
+    ordinary, failing_render, newer_render = (str(uuid.uuid4()) for _ in range(3))
+    failing_privacy, newer_privacy = str(uuid.uuid4()), str(uuid.uuid4())
     send(job("test_record", ordinary))
-    job_handlers.flaky_failures[failing] = 1
-    send(job("test_flaky", failing, first=True))
-    send(job("test_first", newer))
+    job_handlers.flaky_failures[failing_render] = 1
+    send(job("test_flaky", failing_render, first=True))
+    send(job("test_record", newer_render, first=True))
+    job_handlers.flaky_failures[failing_privacy] = 1
+    send(job("test_first", failing_privacy))
+    send(job("test_first", newer_privacy))
 
     drain()
 
-    order = [(name, photo_id) for name, photo_id in job_handlers.calls if name != "test_flaky" or photo_id == failing]
+    privacy = {failing_privacy, newer_privacy}
+    order = [
+        (name, photo_id) for name, photo_id in job_handlers.calls if name != "test_flaky" or photo_id not in privacy
+    ]
     assert order == [
-        ("test_flaky", failing),
-        ("test_flaky", failing),
-        ("test_first", newer),
+        ("test_first", failing_privacy),
+        ("test_first", failing_privacy),
+        ("test_first", newer_privacy),
+        ("test_flaky", failing_render),
+        ("test_flaky", failing_render),
+        ("test_record", newer_render),
         ("test_record", ordinary),
     ]
     assert queue_rows() == []
