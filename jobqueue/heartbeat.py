@@ -136,6 +136,8 @@ class Heartbeat:
             reason = queries.privacy_waiting(cursor, registry.privacy_jobs(), self._grace_s, reader_pid)
             if reason:
                 self.preemption.request(reason)
+                # What queue_status shows of this reader until its try stops.
+                queries.set_application_name(cursor, f"{_label(self._job, reader_pid)} stopping_for=privacy")
                 return True
         return False
 

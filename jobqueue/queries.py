@@ -96,6 +96,26 @@ MAKE_ABANDONED_VISIBLE = """
     WHERE read_ct > 0 AND vt > clock_timestamp()
 """
 METRICS = "SELECT queue_length, queue_visible_length, oldest_msg_age_sec FROM pgmq.metrics(%s)"
+# The queue by class, for queue_status: privacy jobs (one of the jsonb objects (1)), the renders they sent
+# first (containing (2)), the rest; each class's waiting (visible) messages, the oldest one's age in seconds,
+# and how many are hidden (in flight or waiting for a retry). pgmq has no function for this: its table is named.
+QUEUE_CLASSES = """
+    SELECT class, count(*) FILTER (WHERE vt <= clock_timestamp()),
+           extract(epoch FROM clock_timestamp() - min(enqueued_at) FILTER (WHERE vt <= clock_timestamp()))::int,
+           count(*) FILTER (WHERE vt > clock_timestamp())
+    FROM (
+        SELECT vt, enqueued_at,
+               CASE WHEN message @> ANY(%s::jsonb[]) THEN 'privacy' WHEN message @> %s::jsonb THEN 'renders'
+                    ELSE 'ordinary' END AS class
+        FROM pgmq.q_jobs
+    ) AS queued
+    GROUP BY class
+"""
+# How many privacy jobs run now, and how many of those wait for a lock (a photo a reader's try holds).
+PRIVACY_RUNNING = """
+    SELECT count(*), count(*) FILTER (WHERE cardinality(pg_blocking_pids(pid)) > 0)
+    FROM pg_stat_activity WHERE application_name = %s
+"""
 ARCHIVE_COUNT = "SELECT count(*) FROM pgmq.a_jobs"
 RECENT_ARCHIVED = """
     SELECT msg_id, archived_at, read_ct, message, headers->>'archived_reason', headers->>'error'
@@ -245,6 +265,27 @@ def metrics(cursor) -> QueueMetrics:
     cursor.execute(METRICS, [QUEUE])
     length, visible, oldest = cursor.fetchone()
     return QueueMetrics(length, visible, oldest)
+
+
+@dataclass(frozen=True)
+class QueueClass:
+    name: str  # privacy, renders, ordinary
+    waiting: int
+    oldest_waiting_s: int | None
+    hidden: int
+
+
+def queue_classes(cursor, privacy_jobs: list[dict], first_mark: dict) -> list[QueueClass]:
+    """The queue by class, every class listed (empty ones with zeros)."""
+    cursor.execute(QUEUE_CLASSES, [[json.dumps(job) for job in privacy_jobs], json.dumps(first_mark)])
+    found = {row[0]: QueueClass(*row) for row in cursor.fetchall()}
+    return [found.get(name, QueueClass(name, 0, None, 0)) for name in ("privacy", "renders", "ordinary")]
+
+
+def privacy_running(cursor) -> tuple[int, int]:
+    """(privacy jobs running now, how many of them wait for a lock)."""
+    cursor.execute(PRIVACY_RUNNING, [PRIVACY_APPLICATION_NAME])
+    return cursor.fetchone()
 
 
 def archive_count(cursor) -> int:

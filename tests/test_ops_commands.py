@@ -40,6 +40,25 @@ def test_queue_status_counts_visible_hidden_and_archived():
     assert "reason=failed" in archived_lines[0]
 
 
+def test_queue_status_shows_privacy_jobs_renders_and_the_rest_apart():
+    send(job("test_record"))
+    send(job("test_record", first=True))
+    send(job("test_record", first=True))
+    in_flight = send({"job": "reprocess_event", "event_id": "00000000-0000-0000-0000-000000000001"})
+    send({"job": "reference_process", "reference_id": "00000000-0000-0000-0000-000000000002"})
+    with connection.cursor() as cursor:  # read by a reader: hidden
+        cursor.execute(
+            "UPDATE pgmq.q_jobs SET vt = clock_timestamp() + interval '10 minutes' WHERE msg_id = %s", [in_flight]
+        )
+
+    out = StringIO()
+    call_command("queue_status", stdout=out)
+    lines = {line.split()[0]: line for line in out.getvalue().splitlines() if line.startswith("class=")}
+    assert lines["class=privacy"].startswith("class=privacy waiting=1 oldest_waiting=0s hidden=1 running=0")
+    assert lines["class=renders"] == "class=renders waiting=2 oldest_waiting=0s hidden=0"
+    assert lines["class=ordinary"] == "class=ordinary waiting=1 oldest_waiting=0s hidden=0"
+
+
 def test_requeue_archived_sends_a_copy_and_keeps_the_record():
     payload = job("test_fail")
     original = send(payload)

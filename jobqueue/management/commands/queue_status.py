@@ -4,13 +4,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from jobqueue import queries
+from jobqueue import queries, registry
 
 
 class Command(BaseCommand):
     help = (
-        "Print the jobs queue's length, visible/hidden counts, oldest age, the reader slots (who holds each and "
-        "what it works on) and recent archive reasons."
+        "Print the jobs queue's length, visible/hidden counts, oldest age, the queue by class (privacy jobs, the "
+        "renders they sent first, the rest: waiting, oldest waiting, hidden) with the privacy jobs running, the "
+        "reader slots (who holds each and what it works on) and recent archive reasons."
     )
 
     def add_arguments(self, parser):
@@ -24,12 +25,19 @@ class Command(BaseCommand):
             archive_total = queries.archive_count(cursor)
             recent = queries.recent_archived(cursor, archived)
             slots = queries.reader_slots(cursor, settings.WORKER_READER_SLOTS)
+            classes = queries.queue_classes(cursor, registry.privacy_jobs(), registry.FIRST_MARK)
+            running, blocked = queries.privacy_running(cursor)
         oldest = "-" if metrics.oldest_age_s is None else f"{metrics.oldest_age_s}s"
         readers = ",".join(str(slot.pid) for slot in slots if slot.pid) or "-"
         self.stdout.write(
             f"queue=jobs length={metrics.length} visible={metrics.visible} hidden={metrics.length - metrics.visible} "
             f"oldest_age={oldest} archived={archive_total} reader_pid={readers}"
         )
+        for queued in classes:
+            oldest = "-" if queued.oldest_waiting_s is None else f"{queued.oldest_waiting_s}s"
+            line = f"class={queued.name} waiting={queued.waiting} oldest_waiting={oldest} hidden={queued.hidden}"
+            lane = f" running={running} waiting_for_a_lock={blocked}" if queued.name == "privacy" else ""
+            self.stdout.write(line + lane)
         for slot in slots:
             self.stdout.write(
                 f"slot={slot.slot} reader_pid={slot.pid or '-'} working_on={slot.working_on or '-'}"
