@@ -3,6 +3,10 @@
 from tests.chaos.seed import DnpChange
 from tests.chaos.worker_logs import CLOCK_SLACK_S, ended, log_time
 
+# From the change's send, how long a photo may still show the member unblurred: privacy work stops the try in
+# flight (jobqueue/preemption.py), whatever it is (docs/ARCHITECTURE.md §4, "The privacy lane").
+EXPOSURE_WINDOW_S = 5.0
+
 
 def exposed_after_hide(chaos, lines: list[dict]) -> int:
     """The member turned on Do Not Publish mid-run (DnpChange): their faces in each photo of the event are the
@@ -28,12 +32,19 @@ def exposed_after_hide(chaos, lines: list[dict]) -> int:
     figures.dnp_change_photos = sum(1 for faces in theirs.values() if faces)
     figures.dnp_hide_committed_s = round(committed - change.sent_at, 2) if commits else None
     figures.dnp_longest_exposure_s = round(max(exposed.values(), default=0.0), 2)
+    figures.dnp_exposed_past_window = sum(1 for seconds in exposed.values() if seconds > EXPOSURE_WINDOW_S)
     delay = f"{committed - change.sent_at:.2f} s" if commits else "never"
     chaos.report.notes.append(
         f"dnp change: {figures.dnp_change_photos} photos show the member; the hide committed {delay} after the "
         f"send; longest exposure from the send {figures.dnp_longest_exposure_s:.2f} s; {len(change.samples)} samples"
     )
     return len(violations)
+
+
+def exposed_past_window(chaos) -> int:
+    """Photos that still showed the changed member unblurred EXPOSURE_WINDOW_S after the send (counted by
+    exposed_after_hide, which runs first)."""
+    return chaos.report.figures.dnp_exposed_past_window
 
 
 def member_faces(change: DnpChange) -> dict[str, set[str]]:

@@ -1,4 +1,4 @@
-"""The fifteen invariants a chaos run must keep, and the check of each once the run is over."""
+"""The sixteen invariants a chaos run must keep, and the check of each once the run is over."""
 
 import enum
 from collections import Counter
@@ -14,6 +14,7 @@ class Invariant(enum.Enum):
     ONE_PICTURE_PER_STILL = "2. no published still carries more than the one picture it shows"
     NO_HIDDEN_DNP_FACE = "2. no picture in a published still's bytes shows a DNP face"
     HIDDEN_FROM_COMMIT = "2. from the hide's commit, no photo public with the changed member's face unblurred"
+    HIDDEN_WITHIN_WINDOW = "2. no photo public with the changed member's face unblurred 5 s after the change's send"
     FILES_BEFORE_PUBLISHING = "2. no photo published before its files existed"
     ROW_KEYS_EXIST = "3. every key a row points at exists"
     NO_ORPHAN_LEFT = "3. no orphan left after the workers' own sweeps"
@@ -44,6 +45,7 @@ def check_invariants(chaos) -> None:
         Invariant.ONE_PICTURE_PER_STILL: lambda: still_checks.extra_pictures(chaos),
         Invariant.NO_HIDDEN_DNP_FACE: lambda: still_checks.hidden_dnp_faces(chaos),
         Invariant.HIDDEN_FROM_COMMIT: lambda: hide_checks.exposed_after_hide(chaos, lines),
+        Invariant.HIDDEN_WITHIN_WINDOW: lambda: hide_checks.exposed_past_window(chaos),
         Invariant.FILES_BEFORE_PUBLISHING: lambda: chaos.watch.early_publications,
         Invariant.ROW_KEYS_EXIST: lambda: storage_checks.missing_row_keys(chaos),
         Invariant.NO_ORPHAN_LEFT: lambda: storage_checks.orphans_left(chaos, snapshot),

@@ -27,6 +27,7 @@ class Figures:
     dnp_change_photos: int | None = None  # None: the change was not made
     dnp_hide_committed_s: float | None = None  # from the send; None: never
     dnp_longest_exposure_s: float = 0.0
+    dnp_exposed_past_window: int = 0
     readers_at_once_tries: int = 0
     readers_at_once_photos: int = 0
     overlapping_pairs: int = 0
