@@ -86,7 +86,8 @@ def reprocess_event(payload: dict, ctx: JobContext) -> dict:
     first = enqueue_unless_waiting("reprocess", "photo_id", hidden, first=True)
     # A reprocess still waiting (never read) will read the change this job is for: not sent again. One
     # whose files would not change renders nothing (`reprocess`).
-    rest = [photo_id for photo_id in photo_ids if photo_id not in hidden]
+    hidden_ids = set(hidden)
+    rest = [photo_id for photo_id in photo_ids if photo_id not in hidden_ids]
     sent = enqueue_unless_waiting("reprocess", "photo_id", rest)
     return {"hidden": len(hidden), "enqueued": first + sent, "already_waiting": len(rest) - sent}
 
