@@ -52,7 +52,7 @@ def run(uri: str, tmp: Path, args) -> None:
     from jobqueue.registry import register
     from jobqueue.worker import Worker, WorkerConfig
 
-    register("bench_noop", id_field="photo_id")(lambda payload: None)
+    register("bench_noop", id_field="photo_id")(lambda payload, ctx: None)
     config = WorkerConfig(visibility_timeout_s=30, retry_backoff_s=1, lock_retry_s=1, idle_poll_s=1, db_recovery_s=10)
 
     with psycopg.connect(uri, autocommit=True) as conn:
