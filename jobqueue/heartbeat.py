@@ -114,7 +114,7 @@ class Heartbeat:
                     beat_due = now + self.every_s
                 if watch_due is not None and now >= watch_due:
                     # Once the try is asked to stop, nothing more to watch for.
-                    watch_due = None if self._watch(reader_pid) else now + WATCH_EVERY_S
+                    watch_due = None if self._watch(current, reader_pid) else now + WATCH_EVERY_S
         self._close_connection()
 
     def _still(self, job: tuple[int, str] | None) -> bool:
@@ -123,32 +123,31 @@ class Heartbeat:
             return self._job == job
 
     def _beat(self, job: tuple[int, str], reader_pid: int | None) -> None:
-        # After a failed beat the connection is new: it says what runs before it beats.
-        fresh = self._connection is None
-        with self._guard("heartbeat_failed"), self._cursor() as cursor:
-            if fresh:
-                queries.set_application_name(cursor, _label(job, reader_pid))
+        with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
             queries.extend_visibility(cursor, job[0], self.vt_s)
 
-    def _watch(self, reader_pid: int | None) -> bool:
+    def _watch(self, job: tuple[int, str], reader_pid: int | None) -> bool:
         """Ask the try to stop when privacy work waits on it; whether it was asked."""
-        with self._guard("heartbeat_failed"), self._cursor() as cursor:
+        with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
             reason = queries.privacy_waiting(cursor, registry.privacy_jobs(), self._grace_s, reader_pid)
             if reason:
                 self.preemption.request(reason)
                 # What queue_status shows of this reader until its try stops.
-                queries.set_application_name(cursor, f"{_label(self._job, reader_pid)} stopping_for=privacy")
+                queries.set_application_name(cursor, f"{_label(job, reader_pid)} stopping_for=privacy")
                 return True
         return False
 
     def _name(self, job: tuple[int, str] | None, reader_pid: int | None) -> None:
-        with self._guard("heartbeat_failed"), self._cursor() as cursor:
+        with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
             queries.set_application_name(cursor, _label(job, reader_pid))
 
-    def _cursor(self):
+    def _cursor(self, job: tuple[int, str] | None, reader_pid: int | None):
+        """The thread's own connection (Django's are per thread). After a failure it is new: whichever
+        call reconnects (a beat, a watch), the new connection says what runs before anything else."""
         if self._connection is None:
-            # Its own connection, used by this thread alone (Django's are per thread).
             self._connection = connections.create_connection("default")
+            with self._connection.cursor() as cursor:
+                queries.set_application_name(cursor, _label(job, reader_pid))
         return self._connection.cursor()
 
     @contextmanager
