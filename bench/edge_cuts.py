@@ -7,9 +7,10 @@ past the edge (the crop saved as JPEG q90, as an upload), and detected with the 
 true hidden share: faces detected, the estimate's range, the lowest similarity to the same face whole,
 and how many count as unsure (faces.matching.UNSURE_HIDDEN_SHARE: reaching every DNP member).
 
-Usage: python bench/edge_cuts.py
+Usage: python bench/edge_cuts.py [--faces N] [--hidden 0 0.05 ... 0.5]
 """
 
+import argparse
 import os
 import sys
 import time
@@ -30,6 +31,10 @@ FOUND_IOU = 0.3
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--faces", type=int, help="the first this many of t1's faces, from the left (default: all)")
+    parser.add_argument("--hidden", type=float, nargs="+", default=HIDDEN, help="true hidden shares")
+    args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     import django
 
@@ -40,11 +45,11 @@ def main() -> None:
 
     started = time.perf_counter()
     engine, group = resident_engine(), samples.group_photo()
-    whole = sorted(engine.analyze(group), key=lambda face: face.box[0])
+    whole = sorted(engine.analyze(group), key=lambda face: face.box[0])[: args.faces]
     rows = defaultdict(list)  # true hidden share -> (estimate, similarity) per detected face; None: missed
     for face in whole:
         for side in SIDES:
-            for hidden in HIDDEN:
+            for hidden in args.hidden:
                 rows[hidden].append(cut_and_detect(engine, group, face, side, hidden))
     print(f"\n## Faces cut by the edge: t1's {len(whole)} faces x {len(SIDES)} sides, JPEG q90, buffalo_s\n")
     print(f"Unsure (reaches every DNP member): estimated hidden share >= {UNSURE_HIDDEN_SHARE}.\n")

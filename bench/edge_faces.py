@@ -8,7 +8,7 @@ and the photo's overview is what sees them). A cut face is found when a detectio
 part of its box with IoU >= 0.3. False faces: detections touching the edge of the face-free sample scenes,
 at their size and enlarged to 24 MP, where no face is. Both plans run on the same images in the same run.
 
-Usage: python bench/edge_faces.py [--threads 1]
+Usage: python bench/edge_faces.py [--threads 1] [--faces N] [--sides left ...] [--shares 0.25 ...] [--scenes N]
 """
 
 import argparse
@@ -63,6 +63,10 @@ def touches_edge(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--faces", type=int, help="the first this many of t1's faces, from the left (default: all)")
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=SIDES, help="edges and corners that cut")
+    parser.add_argument("--shares", type=float, nargs="+", default=CUT_SHARES, help="shares of the box cut away")
+    parser.add_argument("--scenes", type=int, help="the first this many face-free scenes (default: all)")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     import django
@@ -77,14 +81,14 @@ def main() -> None:
     engine = build_engine("buffalo_s")
     plans = {"no second look (the default)": Plan(), "second look": dataclasses.replace(Plan(), edge_second_look=True)}
     group = samples.group_photo()
-    faces = sorted((f.box for f in engine.detect(group) if f.score >= 0.6), key=lambda box: box[0])
+    faces = sorted((f.box for f in engine.detect(group) if f.score >= 0.6), key=lambda box: box[0])[: args.faces]
     found = {(name, size): [0, 0] for name in plans for size in ("t1", "t1 x4.5")}
     seconds = dict.fromkeys(plans, 0.0)
     for size, factor in (("t1", 1.0), ("t1 x4.5", ENLARGED)):
         image = group if factor == 1.0 else cv2.resize(group, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
         for box in faces:
-            for side in SIDES:
-                for share in CUT_SHARES:
+            for side in args.sides:
+                for share in args.shares:
                     crop, visible = cut(image, np.asarray(box) * factor, side, share)
                     for name, plan in plans.items():
                         engine._pyramid.plan = plan
@@ -95,7 +99,7 @@ def main() -> None:
                         cell[0] += bool(len(boxes)) and iou(visible[None], boxes)[0].max() >= FOUND_IOU
                         cell[1] += 1
     false = dict.fromkeys(plans, 0)
-    scenes = samples.face_free_scenes()
+    scenes = samples.face_free_scenes()[: args.scenes]
     for scene in scenes:
         for image in (scene, cv2.resize(scene, (5657, 4243), interpolation=cv2.INTER_CUBIC)):
             for name, plan in plans.items():
@@ -104,7 +108,7 @@ def main() -> None:
                 false[name] += int(touches_edge(boxes, image.shape[1], image.shape[0]).sum())
 
     print("\n## Faces cut by the image edge (buffalo_s, one run)\n")
-    print(f"Cut faces: t1's {len(faces)} faces x {len(SIDES)} sides x cut shares {CUT_SHARES} per size.")
+    print(f"Cut faces: t1's {len(faces)} faces x {len(args.sides)} sides x cut shares {tuple(args.shares)} per size.")
     print(f"False faces: detections touching the edge in {len(scenes)} face-free scenes, as they are and at 24 MP.\n")
     print("| plan | cut faces found, t1 | cut faces found, t1 x4.5 | false faces at the edge | detect s, cuts |")
     print("|---|---:|---:|---:|---:|")

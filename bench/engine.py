@@ -13,7 +13,8 @@ if not named), and the first against the last, size by size (a GPU box: `--provi
 CUDAExecutionProvider,CPUExecutionProvider`: CUDA against one CPU core). A set this onnxruntime cannot
 run is named and skipped.
 
-Usage: python bench/engine.py [--threads 1] [--providers P[,P...] ...] [--sizes 1,12,24,48]
+Usage: python bench/engine.py [--threads 1] [--providers P[,P...] ...] [--sizes 1,12,24,48] [--warm-runs 5]
+       [--cold-runs 3]
 """
 
 import argparse
@@ -37,6 +38,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra_op_threads")
     parser.add_argument("--providers", nargs="+", default=[CPU], help="provider sets; the CPU alone is added last")
     parser.add_argument("--sizes", default="1,12,24,48", help="megapixels, comma-separated")
+    parser.add_argument("--warm-runs", type=int, default=WARM_RUNS, help="photos after the first, per size")
+    parser.add_argument("--cold-runs", type=int, default=COLD_RUNS, help="loads per job against resident runs")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # internal: one measurement in this process
     args = parser.parse_args()
     if args.one:
@@ -49,9 +52,9 @@ def main() -> None:
         if missing := unavailable(providers):
             print(f"\n## {providers}: not measured: onnxruntime here has no {missing}")
             continue
-        measured[providers] = [child(providers, args.threads, mp) for mp in sizes]
-        print_sizes(providers, args.threads, measured[providers])
-        print_cold(providers, args.threads)
+        measured[providers] = [child(providers, args.threads, mp, args.warm_runs) for mp in sizes]
+        print_sizes(providers, args.threads, measured[providers], args.warm_runs)
+        print_cold(providers, args.threads, args.cold_runs)
     if len(measured) > 1:
         first, *_, last = measured
         print_against(first, last, measured, args.threads)
@@ -70,8 +73,8 @@ def unavailable(providers: str) -> str | None:
     return next((name for name in providers.split(",") if name not in onnxruntime.get_available_providers()), None)
 
 
-def child(providers: str, threads: int, megapixels: float) -> dict:
-    spec = json.dumps({"providers": providers, "threads": threads, "megapixels": megapixels})
+def child(providers: str, threads: int, megapixels: float, warm_runs: int) -> dict:
+    spec = json.dumps({"providers": providers, "threads": threads, "megapixels": megapixels, "warm_runs": warm_runs})
     done = subprocess.run(
         [sys.executable, __file__, "--one", spec], check=True, capture_output=True, text=True, cwd=ROOT
     )
@@ -88,7 +91,7 @@ def measure_one(spec: dict) -> dict:
     embed_s = timed_embedding(engine)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     runs = []
-    for _ in range(1 + WARM_RUNS):
+    for _ in range(1 + spec["warm_runs"]):
         embed_s[0] = 0.0
         began = time.perf_counter()
         faces = engine.analyze(image)
@@ -127,11 +130,11 @@ def gpu_memory_mb() -> float | None:
     return None
 
 
-def print_sizes(providers: str, threads: int, rows: list[dict]) -> None:
+def print_sizes(providers: str, threads: int, rows: list[dict], warm_runs: int) -> None:
     print(f"\n## analyze by photo size ({providers}, {threads} thread(s), t1.jpg resized)\n")
     print(
         f"Start: the engine built (and on a GPU every shape warmed up). Cold: the first photo. Warm: the median "
-        f"of the next {WARM_RUNS}.\n"
+        f"of the next {warm_runs}.\n"
     )
     print(
         "| image | faces | start s | cold s | warm s | of which embedding s | s per MP | ratio vs 1 MP "
@@ -160,19 +163,19 @@ def print_against(first: str, last: str, measured: dict, threads: int) -> None:
         )
 
 
-def print_cold(providers: str, threads: int) -> None:
+def print_cold(providers: str, threads: int, runs: int) -> None:
     engine = load_engine(providers, threads)
     image = resized_to(group_photo(), 1)
     engine.analyze(image)
     resident, cold = [], []
-    for _ in range(COLD_RUNS):
+    for _ in range(runs):
         began = time.perf_counter()
         engine.analyze(image)
         resident.append(time.perf_counter() - began)
         began = time.perf_counter()
         load_engine(providers, threads).analyze(image)
         cold.append(time.perf_counter() - began)
-    print(f"\n## Cold load per job vs resident engine (1 MP, {providers}, {COLD_RUNS} runs each)\n")
+    print(f"\n## Cold load per job vs resident engine (1 MP, {providers}, {runs} runs each)\n")
     print("| per job | mean s | best s | ratio vs resident (mean) |")
     print("|---|---:|---:|---:|")
     for label, values in (("resident engine: analyze only (baseline)", resident), ("cold: load + analyze", cold)):

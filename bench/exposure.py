@@ -110,8 +110,8 @@ IN_FLIGHT = {"clip", "photo"}
 def queue_long_job(kind: str):
     """The long job, in an event of its own; its photo id."""
     from bench.pipeline import scene
+    from faces.media.codec import encode_jpeg
     from faces.models import Event
-    from faces.rendering.codec import encode_jpeg
 
     event = Event.objects.create(name=f"bench exposure: a long {kind}")
     data = long_clip() if kind == "clip" else encode_jpeg(scene(8000, 6000))
@@ -121,10 +121,10 @@ def queue_long_job(kind: str):
 
 
 def long_clip() -> bytes:
-    """20 s of 1080p at 30 fps: t1's guests, one walking across, two standing (tests/video_samples.py)."""
+    """20 s of 1080p at 30 fps: t1's guests, one walking across, two standing (tests/support/video_samples.py)."""
     from faces.engines import resident_engine
     from momentlens.devservices import samples
-    from tests.video_samples import scene
+    from tests.support.video_samples import scene
 
     group = samples.group_photo()
     faces = sorted(resident_engine().analyze(group), key=lambda face: face.box[0])

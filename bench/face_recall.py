@@ -23,6 +23,8 @@ over the recall scenes, best of 1) with the ratio ours / CenterFace and seconds 
 peak memory (VmHWM) of a fresh process per detector and size (model loaded, the scene in
 memory, one detection); the default plan against the goals; with --plan, every variant
 against the goals. The default run takes about 10 minutes on one core.
+`--mp 3` (2000x1500, scenes as at 24 / 48 MP) only checks quickly that the bench runs
+(tests/test_bench_smoke.py).
 
 With --engine, an engine variant (bench/engine_variants.py: `batch 4`, `gpu shapes`, `int8`) runs the
 default plan beside ours on the same scenes (recall, false positives, time; no memory row).
@@ -56,7 +58,8 @@ from bench.plans import parse_plan  # noqa: E402
 from faces.engines.pyramid import turned_back  # noqa: E402  (the detector's own geometry)
 from faces.geometry import iou  # noqa: E402
 
-SIZES = {12: (4000, 3000), 24: (5657, 4243), 48: (8000, 6000)}
+SIZES = {3: (2000, 1500), 12: (4000, 3000), 24: (5657, 4243), 48: (8000, 6000)}
+MEASURED_MP = (12, 24, 48)  # the default run; 3 MP (taken as a large size) checks that the bench runs, quickly
 WIDTHS = (16, 20, 24, 32, 48, 64, 96, 128, 256, 700)
 LARGE_WIDTHS = (24, 64, 256, 700)  # at 24 and 48 MP
 BLURRED = ((24, 1.2),)  # (width, Gaussian sigma)
@@ -681,7 +684,7 @@ def main() -> None:
         choices=VARIANTS[1:],
         help="an engine variant beside ours, with the default plan (bench/engine_variants.py); repeatable",
     )
-    parser.add_argument("--mp", type=int, nargs="+", default=sorted(SIZES), choices=sorted(SIZES))
+    parser.add_argument("--mp", type=int, nargs="+", default=list(MEASURED_MP), choices=sorted(SIZES))
     parser.add_argument("--widths", type=int, nargs="+", default=list(WIDTHS), help="buckets at 12 MP")
     parser.add_argument("--large-widths", type=int, nargs="+", default=list(LARGE_WIDTHS), help="at 24 / 48 MP")
     parser.add_argument("--scenes", type=int, default=3, help="scenes per bucket at 12 MP (12 faces each)")

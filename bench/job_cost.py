@@ -46,7 +46,7 @@ def main() -> None:
 
 def scene_upload(megapixels: int) -> bytes:
     from bench.pipeline import scene
-    from faces.rendering.codec import encode_jpeg
+    from faces.media.codec import encode_jpeg
 
     return encode_jpeg(scene(*SIDES[megapixels]))
 

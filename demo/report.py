@@ -19,9 +19,9 @@ import numpy as np
 from django.core.files.storage import default_storage
 
 from faces import thresholds
-from faces.matching import faces_to_blur
 from faces.models import EventMember, Face, Photo, PhotoVariant
 from faces.rendering.blur import expanded_face_box, region_box
+from faces.rendering.files import faces_blurred_in
 
 PANEL_WIDTH = 480
 GAP = 12
@@ -90,7 +90,7 @@ def collect(demo_photos) -> list[PhotoReport]:
 
 def decisions(photo: Photo, faces: list[Face], viewer: uuid.UUID | None) -> list[str]:
     """Per face, what the file for `viewer` (None: public) does with it, by the worker's own rule."""
-    blurred = {face.id for face in faces_to_blur(photo, viewer)}
+    blurred = {face.id for face in faces_blurred_in(photo, viewer)}
     result = []
     for face in faces:
         if face.id in blurred:

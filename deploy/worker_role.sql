@@ -13,9 +13,9 @@
 --     psql: \password momentlens_worker
 --     Supabase SQL editor: ALTER ROLE momentlens_worker WITH PASSWORD '<a long random secret>';
 --
--- Where each grant comes from: jobqueue/queries.py (every statement the consumer runs),
--- faces/ (the jobs' ORM writes), jobqueue/checks.py and faces/checks.py (worker_check),
--- jobqueue/management/commands/ (queue_status, requeue_archived).
+-- Where each grant comes from: each package's SQL lives in its queries module (tests/unit/test_sql_home.py):
+-- jobqueue/queries.py (the consumer's, worker_check's, queue_status's and requeue_archived's statements),
+-- faces/queries.py (the hide's candidates, worker_check's), and faces/ (the jobs' ORM writes).
 -- tests/test_worker_role.py runs the real worker as this role and checks what it cannot do.
 -- A change to what the worker reads or writes changes this file and that test's table.
 
@@ -72,10 +72,11 @@ GRANT SELECT ON subject_references TO momentlens_worker;
 GRANT UPDATE (status, embedding, engine, box, processed_at) ON subject_references TO momentlens_worker;
 
 -- Every photo job locks its photo (SELECT ... FOR UPDATE, faces/jobs/photo_jobs.py) and
--- writes its result: start_version (variant_version, width, height, media_type, duration_ms), the public keys
--- and the render plan, publish (processed_at) in faces/rendering/files.py, faces_detected_at in
--- faces/detection.py; unpublish_event and the archive hook unpublish_named_photo
--- (faces/jobs/archive_hooks.py) clear processed_at. The sweep reads under the same lock.
+-- writes its result in one UPDATE, publish in faces/publication.py (variant_version, width, height, media_type,
+-- duration_ms, the public keys, the render plan and processed_at), and faces_detected_at in
+-- faces/detection/__init__.py; hide first (hide_exposed, faces/exposure.py), unpublish_event and the archive
+-- hook unpublish_named_photo (faces/jobs/archive_hooks.py) clear processed_at through faces/publication.py's
+-- unpublish. The sweep reads under the same lock.
 GRANT SELECT ON photos TO momentlens_worker;
 GRANT UPDATE (variant_version, width, height, media_type, duration_ms, public_key, public_thumb_key,
                render_plan, faces_detected_at, processed_at)
@@ -85,7 +86,7 @@ GRANT UPDATE (variant_version, width, height, media_type, duration_ms, public_ke
 -- the rows of members who no longer get one are deleted. The sweep reads the keys.
 GRANT SELECT, INSERT, UPDATE, DELETE ON photo_variants TO momentlens_worker;
 
--- detect_and_store inserts each detected face (faces/detection.py); matching sets
+-- detect_and_store inserts each detected face (faces/detection/__init__.py); matching sets
 -- matched_user_id and similarity (faces/matching.py), clustering unknown_cluster_id
 -- (faces/clustering.py). The worker never deletes a face: a photo's faces go with it.
 GRANT SELECT, INSERT, UPDATE ON faces TO momentlens_worker;

@@ -16,6 +16,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 
+from faces import queries
 from jobqueue.api import DATABASE_SQL_FIX, failed, skip_without_database
 
 PROBE_PREFIX = "_worker_check/"
@@ -26,14 +27,14 @@ def pgvector(app_configs=None, **kwargs) -> list[CheckMessage]:
     if skipped := skip_without_database("pgvector"):
         return skipped
     with connection.cursor() as cursor:
-        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        cursor.execute(queries.PGVECTOR_VERSION)
         row = cursor.fetchone()
     if row is None:
         return failed(
             "pgvector",
             "faces.E001",
             "the vector extension is not installed",
-            hint="CREATE EXTENSION vector (the API's migrations)",
+            hint=f"{queries.INSTALL_PGVECTOR} (the API's migrations)",
         )
     return [Info(f"pgvector {row[0]}", obj="pgvector", id="faces.I001")]
 
@@ -47,11 +48,7 @@ def tables(app_configs=None, **kwargs) -> list[CheckMessage]:
         for model in apps.get_app_config("faces").get_models()
     }
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT table_name, column_name FROM information_schema.columns "
-            "WHERE table_schema = 'public' AND table_name = ANY(%s)",
-            [list(expected)],
-        )
+        cursor.execute(queries.PUBLIC_COLUMNS, [list(expected)])
         present: dict[str, set[str]] = {}
         for table, column in cursor.fetchall():
             present.setdefault(table, set()).add(column)
@@ -94,14 +91,15 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
 
 
 def face_models(app_configs=None, **kwargs) -> list[CheckMessage]:
-    """Build an engine from the configured pack, on the configured provider, and throw it away: the files
-    (sha256-checked where a digest is known), that onnxruntime loads them, and on that provider with no
-    fall-back. The worker's own engine is its startup work (faces/apps.py): this check keeps nothing."""
-    from faces.engines import build_engine
+    """Load the process's engine from the configured pack, on the configured provider: the files (sha256-checked
+    where a digest is known), that onnxruntime loads them, and on that provider with no fall-back. The engine
+    it loads is the one the worker's startup work then finds loaded (faces/apps.py): built, and on a GPU warmed,
+    once."""
+    from faces.engines import resident_engine
     from faces.engines.base import ModelsMissing, ProviderUnavailable
 
     try:
-        engine = build_engine()
+        engine = resident_engine()
     except ModelsMissing as error:
         return failed("face_models", "faces.E005", str(error), hint="see docs/OPERATIONS.md, 'Face models'")
     except ProviderUnavailable as error:

@@ -22,44 +22,12 @@ from dataclasses import dataclass
 import numpy as np
 from django.db import connection
 
-from faces import thresholds
+from faces import queries, thresholds
 from faces.matching import Candidates, PhotoMatch
 from faces.models import EventMember, Face, Photo
+from faces.publication import unpublish
 from faces.rendering.files import plan_of
 
-# Published photos of an event (1) with a face of an engine (2) whose box lies within an edge fraction (3)
-# of the image's border, or that the recogniser saw too poorly to judge (an embedding norm under (4)), or
-# whose cosine distance to a ready reference of one of some users (5) is at most a distance (6).
-CANDIDATE_PHOTOS = """
-    SELECT DISTINCT face.photo_id
-    FROM faces AS face
-    JOIN photos AS photo ON photo.id = face.photo_id AND photo.processed_at IS NOT NULL
-    WHERE face.event_id = %s AND face.engine = %s
-      AND (
-        least(face.box_x, face.box_y, 1 - face.box_x - face.box_w, 1 - face.box_y - face.box_h) <= %s
-        OR face.embedding_norm < %s
-        OR EXISTS (
-            SELECT 1 FROM subject_references AS reference
-            WHERE reference.user_id = ANY(%s) AND reference.status = 'ready'
-              AND reference.engine = face.engine
-              AND (face.embedding <=> reference.embedding) <= %s
-        )
-      )
-"""
-# Every published photo of an event (1) with a face of an engine (2): when the worker cannot tell who is who.
-PHOTOS_WITH_FACES = """
-    SELECT DISTINCT face.photo_id
-    FROM faces AS face
-    JOIN photos AS photo ON photo.id = face.photo_id AND photo.processed_at IS NOT NULL
-    WHERE face.event_id = %s AND face.engine = %s
-"""
-# The stored faces of some photos (1), as a render matches them, ordered by photo then id. The embedding as
-# pgvector's binary form (vector_send: two int16 words, then big-endian float4s): read straight into an array,
-# where its text form would be parsed number by number (about 0.1 ms a face: seconds for a big event).
-FACES_OF_PHOTOS = """
-    SELECT id, photo_id, box_x, box_y, box_w, box_h, landmarks, vector_send(embedding), engine, track, embedding_norm
-    FROM faces WHERE photo_id = ANY(%s) ORDER BY photo_id, id
-"""
 # A face this close to the border (a fraction of the image) may be cut by it: the unsure rule decides.
 EDGE_FRACTION = 0.02
 
@@ -81,7 +49,7 @@ def hide_exposed(event_id) -> list[uuid.UUID]:
     faces = _faces_of([photo.id for photo in photos if photo.processed_at is not None])
     members = {engine: Candidates.for_event(event_id, engine) for engine in engines}
     exposed = [photo.id for photo in photos if photo.id in faces and shows_less_blur(photo, faces[photo.id], members)]
-    Photo.objects.filter(id__in=exposed).update(processed_at=None)
+    unpublish(Photo.objects.filter(id__in=exposed))
     return exposed
 
 
@@ -108,7 +76,7 @@ def _faces_of(photo_ids: list) -> dict:
     """The faces of these photos, by photo, each photo's by id (as its render matched them)."""
     faces: dict = {}
     with connection.cursor() as cursor:
-        cursor.execute(FACES_OF_PHOTOS, [photo_ids])
+        cursor.execute(queries.FACES_OF_PHOTOS, [photo_ids])
         for row in cursor.fetchall():
             face = _face(row)
             faces.setdefault(face.photo_id, []).append(face)
@@ -155,8 +123,8 @@ def _candidates(event_id, engine: str, dnp: list) -> list:
     with connection.cursor() as cursor:
         if lowest is None or candidates.unidentifiable_dnp:
             # Not measured, or a DNP member nobody can recognise: every face may be theirs.
-            cursor.execute(PHOTOS_WITH_FACES, [event_id, engine])
+            cursor.execute(queries.PHOTOS_WITH_FACES, [event_id, engine])
         else:
             parameters = [event_id, engine, EDGE_FRACTION, limits.unsure_norm, dnp, 1.0 - lowest]
-            cursor.execute(CANDIDATE_PHOTOS, parameters)
+            cursor.execute(queries.CANDIDATE_PHOTOS, parameters)
         return [row[0] for row in cursor.fetchall()]

@@ -16,16 +16,22 @@ EDGE_PX = 2.0
 # What a face in a corner of the image counts as having lost, at least.
 CORNER_HIDDEN_SHARE = 0.5
 
-Box = tuple[float, float, float, float]
+# A box is held in one of three ways, each named for what it holds:
+# a face row's box (box_x, box_y, box_w, box_h): x, y, width, height, fractions of the picture;
+FractionBox = tuple[float, float, float, float]
+# a track's box: (4,) x1, y1, x2, y2, fractions of the frame;
+FractionCorners = np.ndarray
+# a box on the picture itself: x1, y1, x2, y2, pixels.
+PixelBox = tuple[float, float, float, float]
 
 
-def pixel_box(box: Box, width: int, height: int) -> Box:
+def pixel_box(box: FractionBox, width: int, height: int) -> PixelBox:
     """(x, y, w, h) fractions -> (x1, y1, x2, y2) pixels."""
     x, y, w, h = box
     return x * width, y * height, (x + w) * width, (y + h) * height
 
 
-def restored_face_box(box: Box, width: int, height: int) -> Box:
+def restored_face_box(box: FractionBox, width: int, height: int) -> PixelBox:
     """The whole face's box in pixels: a side on the image edge is pushed past it until the box has a face's
     proportions. A box away from the edges is returned as it is."""
     x1, y1, x2, y2 = pixel_box(box, width, height)
@@ -37,7 +43,7 @@ def restored_face_box(box: Box, width: int, height: int) -> Box:
     return x1, y1, x2, y2
 
 
-def hidden_share(box: Box, width: int, height: int) -> float:
+def hidden_share(box: FractionBox, width: int, height: int) -> float:
     """How much of the face lies past the image edge (0: whole), by the area of its restored box.
 
     A box in a corner (on a side edge and on the top or bottom edge) may have lost width and
@@ -76,3 +82,24 @@ def iou(a, b):
     union = area_a[:, None] + area_b[None, :] - inter
     overlaps = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
     return float(overlaps[0, 0]) if np.ndim(a) == 1 and np.ndim(b) == 1 else overlaps
+
+
+def suppress(boxes: np.ndarray, scores: np.ndarray, iou: float, containment: float | None) -> list[int]:
+    """Greedy NMS by score; with `containment`, a box that much inside a kept one also goes."""
+    order = np.argsort(-scores, kind="stable")
+    x1, y1, x2, y2 = boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3]
+    areas = np.maximum(x2 - x1, 0) * np.maximum(y2 - y1, 0)
+    keep = []
+    while order.size:
+        i = order[0]
+        keep.append(int(i))
+        rest = order[1:]
+        w = np.maximum(0.0, np.minimum(x2[i], x2[rest]) - np.maximum(x1[i], x1[rest]))
+        h = np.maximum(0.0, np.minimum(y2[i], y2[rest]) - np.maximum(y1[i], y1[rest]))
+        inter = w * h
+        overlap = inter / np.maximum(areas[i] + areas[rest] - inter, 1e-9)
+        drop = overlap > iou
+        if containment is not None:
+            drop |= inter / np.maximum(areas[rest], 1e-9) >= containment
+        order = rest[~drop]
+    return keep

@@ -114,7 +114,7 @@ class PhotoMatch:
         return cls(faces, candidates, similarity, limits, similar, cut | too_poor, too_poor)
 
     def by_track(self) -> "PhotoMatch":
-        """One identity per track (a clip's faces linked across frames, faces/media/tracks.py).
+        """One identity per track (a clip's faces linked across frames, faces/tracks.py).
 
         A track is a bag of embeddings, never an averaged vector: it reaches a candidate when any of its
         faces does at that face's own threshold (its best-seen faces decide; a motion-blurred face is held
@@ -176,16 +176,6 @@ class PhotoMatch:
         ]
 
 
-def faces_to_blur(photo, viewer: uuid.UUID | None = None) -> list[Face]:
-    """Which of the photo's stored faces the file for `viewer` (None: public) must blur."""
-    faces = list(photo.faces.order_by("id"))
-    if not faces:
-        return []
-    size = (photo.width, photo.height) if photo.width and photo.height else None
-    match = PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, size)
-    return [face for face, blur in zip(faces, match.blurred(viewer), strict=True) if blur]
-
-
 def face_view(face: Face, size: tuple[int, int] | None) -> FaceView:
     """A stored face's quality and share hidden past the image edge; an unknown size (None) makes it small and
     wholly hidden."""
@@ -202,17 +192,18 @@ def record_matches(match: PhotoMatch) -> None:
     Face.objects.bulk_update(match.faces, ["matched_user_id", "similarity"])
 
 
-def match_faces(photo, size: tuple[int, int]) -> PhotoMatch | None:
-    """Re-match the photo's stored faces and record the result on them; None when it has no face."""
-    match = match_of(photo, size)
+def match_faces(photo, size: tuple[int, int], faces: list[Face] | None = None) -> PhotoMatch | None:
+    """Match the photo's stored faces (`faces`: the rows the detection just stored, else read in id order) and
+    record the result on them; None when it has no face."""
+    match = match_of(photo, size, faces)
     if match is not None:
         record_matches(match)
     return match
 
 
-def match_of(photo, size: tuple[int, int] | None) -> PhotoMatch | None:
+def match_of(photo, size: tuple[int, int] | None, faces: list[Face] | None = None) -> PhotoMatch | None:
     """The photo's stored faces against its event's members now, recording nothing; None without a face."""
-    faces = list(photo.faces.order_by("id"))
+    faces = list(photo.faces.order_by("id")) if faces is None else faces
     if not faces:
         return None
     return PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, size)

@@ -2,9 +2,13 @@
 
 What an app registers (jobs, archive hooks, periodic tasks, startup work, /health fields), the
 context a handler runs with, the errors that say how a try ended, sending jobs from a job, the
-locks a handler holds until its commit, and the system-check helpers an app's own checks use.
+locks a handler holds until its commit, the system-check helpers an app's own checks use, and what an app's ops
+commands may read of the queue's archive.
 """
 
+from django.db import connection
+
+from jobqueue import queries
 from jobqueue.checks import DATABASE_SQL_FIX, WORKER, WORKER_START, failed, skip_without_database
 from jobqueue.context import JobContext
 from jobqueue.enqueue import enqueue, enqueue_unless_waiting, lock_fan_out
@@ -19,6 +23,15 @@ from jobqueue.registry import (
     register_startup,
 )
 
+
+def archived_jobs_naming(ids: list[str], fields: list[str]) -> list[queries.ArchivedJob]:
+    """The archived jobs whose message holds one of `ids` in one of `fields` ("event_id", "photo_id"), newest first.
+
+    It scans the archive (pgmq has no index on the archived messages): for an ops command, never a job."""
+    with connection.cursor() as cursor:
+        return queries.archived_naming(cursor, list(fields), list(ids))
+
+
 __all__ = [
     "DATABASE_SQL_FIX",
     "WORKER",
@@ -27,6 +40,7 @@ __all__ = [
     "MissingObject",
     "PermanentJobError",
     "RowGone",
+    "archived_jobs_naming",
     "enqueue",
     "enqueue_unless_waiting",
     "failed",

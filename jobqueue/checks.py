@@ -72,8 +72,7 @@ def skip_without_database(check: str) -> list[CheckMessage]:
 def database(app_configs=None, **kwargs) -> list[CheckMessage]:
     try:
         with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('server_version')")
-            version = cursor.fetchone()[0]
+            version = queries.server_version(cursor)
     except Exception as error:
         return failed(
             "database",
@@ -88,15 +87,12 @@ def remember(cursor) -> tuple[str, int]:
     """Set a session-level setting to a fresh token (one statement: its own transaction in autocommit).
 
     Returns (token, backend pid)."""
-    token = secrets.token_hex(8)
-    cursor.execute("SELECT set_config(%s, %s, false), pg_backend_pid()", [SESSION_SETTING, token])
-    return cursor.fetchone()
+    return queries.remember_setting(cursor, SESSION_SETTING, secrets.token_hex(8))
 
 
 def recall(cursor) -> tuple[str | None, int]:
     """The setting `remember` made, as this session sees it now, and the backend pid."""
-    cursor.execute("SELECT current_setting(%s, true), pg_backend_pid()", [SESSION_SETTING])
-    return cursor.fetchone()
+    return queries.recall_setting(cursor, SESSION_SETTING)
 
 
 def session_lost(remembered: tuple[str, int], recalled: tuple[str | None, int], other_pid: int) -> str | None:
@@ -133,8 +129,7 @@ def probe_session(alias: str = "default") -> str | None:
         with first.cursor() as cursor:
             remembered = remember(cursor)
         with other.cursor() as cursor:
-            cursor.execute("SELECT pg_backend_pid()")
-            other_pid = cursor.fetchone()[0]
+            other_pid = queries.backend_pid(cursor)
         with first.cursor() as cursor:
             recalled = recall(cursor)
     finally:
@@ -173,16 +168,14 @@ def queue(app_configs=None, **kwargs) -> list[CheckMessage]:
     if skipped := skip_without_database("queue"):
         return skipped
     with connection.cursor() as cursor:
-        cursor.execute("SELECT to_regprocedure(name) IS NULL FROM unnest(%s::text[]) AS name", [list(PGMQ_FUNCTIONS)])
-        if any(missing for (missing,) in cursor.fetchall()):
+        if queries.functions_missing(cursor, list(PGMQ_FUNCTIONS)):
             return failed(
                 "queue",
                 "jobqueue.E004",
                 "pgmq functions are missing",
                 hint=DATABASE_SQL_FIX,
             )
-        cursor.execute("SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s", [queries.QUEUE])
-        if cursor.fetchone() is None:
+        if not queries.queue_exists(cursor):
             return failed(
                 "queue",
                 "jobqueue.E005",

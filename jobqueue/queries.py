@@ -1,7 +1,9 @@
-"""Every SQL statement the consumer runs, named, in one place.
+"""Every SQL statement of the jobqueue package, named, in one place: the consumer's, its ops commands' and its
+preflight checks' (tests/unit/test_sql_home.py keeps them here).
 
 Values always travel as parameters; the queue name is a parameter too, except
-where pgmq has no function for the operation and its table is named directly.
+where pgmq has no function for the operation and its table is named directly:
+then the statement names QUEUE_TABLE or ARCHIVE_TABLE, spelt once below.
 """
 
 import json
@@ -9,6 +11,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 QUEUE = "jobs"
+# The queue's tables (pgmq names them q_<queue> and a_<queue>) and the worker's indexes on its messages
+# (deploy/queue_indexes.sql), for the statements pgmq has no function for. A table cannot travel as a parameter,
+# and a statement is written out, never formatted (tests/test_sql_parameters.py): so these names are spelt here
+# from QUEUE, and every statement below names only QUEUE_TABLE and ARCHIVE_TABLE (tests/unit/test_sql_home.py
+# fails on any other pgmq table, or on these if QUEUE changes). SEND_UNLESS_WAITING needs WAITING_INDEX;
+# READ_FIRST needs MESSAGE_INDEX.
+QUEUE_TABLE = "pgmq.q_jobs"
+ARCHIVE_TABLE = "pgmq.a_jobs"
+WAITING_INDEX = "pgmq.q_jobs_waiting_idx"
+MESSAGE_INDEX = "pgmq.q_jobs_message_idx"
 # pg_advisory_lock key of reader slot 0 ("MLJQ"); slot i holds READER_LOCK_KEY + i. With one slot
 # (the default) this is the one reader's lock of docs/ARCHITECTURE.md §4.
 READER_LOCK_KEY = 0x4D4C4A51
@@ -122,6 +134,15 @@ RECENT_ARCHIVED = """
     FROM pgmq.a_jobs ORDER BY archived_at DESC LIMIT %s
 """
 ARCHIVED_MESSAGE = "SELECT message, headers FROM pgmq.a_jobs WHERE msg_id = %s"
+# The archived messages one of whose top-level fields (1) holds one of the ids (2), newest first: an event's
+# archived jobs, for event_report (jobqueue.api.archived_jobs_naming). The archive has no index on its messages:
+# this scans it, so only ops commands run it, never a job.
+ARCHIVED_NAMING = """
+    SELECT msg_id, archived_at, read_ct, message->>'job', headers->>'archived_reason', headers->>'error'
+    FROM pgmq.a_jobs AS archived
+    WHERE EXISTS (SELECT 1 FROM unnest(%s::text[]) AS field WHERE archived.message->>field = ANY(%s))
+    ORDER BY archived_at DESC
+"""
 SEND = "SELECT pgmq.send(%s, %s::jsonb, %s::jsonb)"
 # One message {"job": job, id_field: id} (with the "first" mark: `mark` {"first": true}, else {}) per id
 # that has none WAITING (never read: read_ct = 0), in the ids' order, in one statement. A message already
@@ -148,10 +169,7 @@ SEND_UNLESS_WAITING = """
     SELECT count(*) FROM missing, LATERAL pgmq.send_batch(%s, missing.messages)
     WHERE cardinality(missing.messages) > 0
 """
-# The partial GIN index on waiting messages (deploy/queue_indexes.sql) that SEND_UNLESS_WAITING needs, and
-# the GIN index on every message that READ_FIRST needs.
-WAITING_INDEX = "pgmq.q_jobs_waiting_idx"
-MESSAGE_INDEX = "pgmq.q_jobs_message_idx"
+# Whether an index (WAITING_INDEX, MESSAGE_INDEX) exists.
 INDEX_EXISTS = "SELECT to_regclass(%s) IS NOT NULL"
 
 # Transaction-scoped advisory locks: two int4 keys, a namespace and the hash of a scope (an id). The
@@ -160,6 +178,18 @@ INDEX_EXISTS = "SELECT to_regclass(%s) IS NOT NULL"
 XACT_LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
 # The namespace of fan-outs (jobqueue.enqueue.lock_fan_out): "MLFO".
 FAN_OUT_LOCK = 0x4D4C464F
+SET_APPLICATION_NAME = "SELECT set_config('application_name', %s, false)"
+
+# The preflight (jobqueue/checks.py): the server, the session probe, pgmq and the queue.
+SERVER_VERSION = "SELECT current_setting('server_version')"
+# The session probe (jobqueue.checks.probe_session): a setting made for the session (not the transaction), read
+# back in a later transaction (missing_ok: NULL where the session never made it), each with the backend answering.
+REMEMBER_SETTING = "SELECT set_config(%s, %s, false), pg_backend_pid()"
+RECALL_SETTING = "SELECT current_setting(%s, true), pg_backend_pid()"
+BACKEND_PID = "SELECT pg_backend_pid()"
+# One row per function signature given (pgmq's, for the queue check): true where it does not resolve.
+FUNCTIONS_MISSING = "SELECT to_regprocedure(name) IS NULL FROM unnest(%s::text[]) AS name"
+QUEUE_EXISTS = "SELECT 1 FROM pgmq.list_queues() WHERE queue_name = %s"
 
 
 @dataclass(frozen=True)
@@ -313,6 +343,22 @@ def archived_message(cursor, msg_id: int) -> tuple[str, str | None] | None:
     return cursor.fetchone()
 
 
+@dataclass(frozen=True)
+class ArchivedJob:
+    msg_id: int
+    archived_at: datetime
+    read_ct: int
+    job: str | None  # the message's "job"
+    reason: str | None
+    error: str | None
+
+
+def archived_naming(cursor, fields: list[str], ids: list[str]) -> list[ArchivedJob]:
+    """The archived messages one of whose `fields` holds one of `ids`, newest first (a scan of the archive)."""
+    cursor.execute(ARCHIVED_NAMING, [fields, ids])
+    return [ArchivedJob(*row) for row in cursor.fetchall()]
+
+
 def send(cursor, body: str, headers: str = "{}") -> int:
     cursor.execute(SEND, [QUEUE, body, headers])
     return cursor.fetchone()[0]
@@ -334,8 +380,38 @@ def xact_lock(cursor, namespace: int, key: str) -> None:
     cursor.execute(XACT_LOCK, [namespace, key])
 
 
-SET_APPLICATION_NAME = "SELECT set_config('application_name', %s, false)"
-
-
 def set_application_name(cursor, name: str) -> None:
     cursor.execute(SET_APPLICATION_NAME, [name])
+
+
+def server_version(cursor) -> str:
+    cursor.execute(SERVER_VERSION)
+    return cursor.fetchone()[0]
+
+
+def remember_setting(cursor, name: str, value: str) -> tuple[str, int]:
+    """Set a session-level setting; (its value, the backend pid)."""
+    cursor.execute(REMEMBER_SETTING, [name, value])
+    return cursor.fetchone()
+
+
+def recall_setting(cursor, name: str) -> tuple[str | None, int]:
+    """A session-level setting as this session sees it now (None where never set); (it, the backend pid)."""
+    cursor.execute(RECALL_SETTING, [name])
+    return cursor.fetchone()
+
+
+def backend_pid(cursor) -> int:
+    cursor.execute(BACKEND_PID)
+    return cursor.fetchone()[0]
+
+
+def functions_missing(cursor, signatures: list[str]) -> bool:
+    """Whether any of these function signatures ("pgmq.read(text,integer,integer,jsonb)") does not resolve."""
+    cursor.execute(FUNCTIONS_MISSING, [signatures])
+    return any(missing for (missing,) in cursor.fetchall())
+
+
+def queue_exists(cursor) -> bool:
+    cursor.execute(QUEUE_EXISTS, [QUEUE])
+    return cursor.fetchone() is not None

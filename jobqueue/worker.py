@@ -14,7 +14,6 @@ of a message is decided first (jobqueue/outcome.py), then carried out here.
 import logging
 import threading
 import time
-from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -75,13 +74,11 @@ class Worker:
         *,
         drain: bool = False,
         once: bool = False,
-        startup: Callable[[], None] | None = None,
     ):
         self.config = config
         self.state = state or WorkerState()
         self.drain = drain
         self.once = once
-        self.startup = startup
         self._stop = threading.Event()
         self._metrics_at = 0.0
         self.session = ReaderSession(self.state, self._stop, config.lock_retry_s, config.reader_slots)
@@ -107,8 +104,6 @@ class Worker:
         """Run until drained, stopped or dead. Raises WorkerDied when the loop cannot go on."""
         self.heartbeat.start()
         try:
-            if self.startup:
-                self.startup()
             if not self.session.take(deadline=time.monotonic() + self.config.db_recovery_s):
                 return
             self.state.update(phase="running")

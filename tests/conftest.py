@@ -213,14 +213,10 @@ def group_faces(group):
 @pytest.fixture
 def dnp_photo(test_thresholds, group, group_faces):
     """A photo whose face_process writes 2 files + 2 thumbnails (t1's leftmost guest is DNP, reference ready)."""
-    from momentlens.devservices import samples
-    from tests import factories
-    from tests.publishing_helpers import run_worker_drain
-    from tests.queue_helpers import send
+    from tests.support import factories
+    from tests.support.publishing_helpers import run_worker_drain
 
     event = factories.event()
-    user = factories.member(event, dnp=True)
-    reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
-    send({"job": "reference_process", "reference_id": str(reference.id)})
+    factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     return factories.photo(event, group)

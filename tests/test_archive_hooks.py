@@ -9,9 +9,9 @@ from django.core.management import call_command
 from faces.jobs import photo_jobs, reference_process
 from faces.models import Photo, SubjectReference
 from momentlens.devservices import samples
-from tests import factories
-from tests.publishing_helpers import run_worker_drain
-from tests.queue_helpers import archived, queue_rows, send
+from tests.support import factories
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import archived, queue_rows, send
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 

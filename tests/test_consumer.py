@@ -1,7 +1,6 @@
 """The loop's guarantees, run in this process against the real embedded PostgreSQL."""
 
 import json
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -12,8 +11,9 @@ from django.db import connection
 from faces.models import Event, Photo
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.registry import register
-from tests import factories, job_handlers
-from tests.queue_helpers import archived, job, queue_rows, reader_lock_held, send
+from tests.support import factories, job_handlers
+from tests.support.queue_helpers import archived, job, queue_rows, reader_lock_held, send
+from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -196,7 +196,10 @@ def get_health(port: int) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
-def test_health_is_503_before_the_loop_200_while_it_runs_503_after(drain):
+def test_health_is_503_before_the_loop_200_while_it_runs_503_after(drain, monkeypatch):
+    from jobqueue import registry
+    from jobqueue.management.commands.run_worker import run_startup_work
+
     state = WorkerState()
     health = HealthServer(state, 0).start()
     seen = {}
@@ -208,7 +211,12 @@ def test_health_is_503_before_the_loop_200_while_it_runs_503_after(drain):
             seen["during"] = get_health(health.port)
 
         send(job("test_health_probe"))
-        drain(state, startup=lambda: seen.setdefault("startup", get_health(health.port)))
+        # As run_worker does: the apps' startup work (here only a probe of /health), then the loop.
+        monkeypatch.setattr(
+            registry, "_startup", {"probe": lambda: seen.setdefault("startup", get_health(health.port))}
+        )
+        run_startup_work()
+        drain(state)
         seen["after"] = get_health(health.port)
     finally:
         health.stop()
@@ -237,9 +245,7 @@ def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg, fa
         thread = threading.Thread(target=lambda: (worker.run(), connection.close()))
         thread.start()
         try:
-            deadline = time.monotonic() + 10
-            while state.phase != "waiting_for_lock" and time.monotonic() < deadline:
-                time.sleep(0.02)
+            poll(lambda: state.phase == "waiting_for_lock", timeout=10, interval=0.02)
             status, body = get_health(health.port)
         finally:
             worker.request_stop()

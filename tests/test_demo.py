@@ -9,10 +9,10 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from demo.seed import PLAYER_FACE_PX
-from faces.matching import faces_to_blur
 from faces.models import Event, Photo, PhotoVariant
+from faces.rendering.files import faces_blurred_in
 from momentlens.devservices.pixels import difference, face_core
-from tests.publishing_helpers import read_image
+from tests.support.publishing_helpers import read_image
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +64,7 @@ def test_demo_blurs_the_dnp_face_writes_the_report_and_starts_clean_each_run(dem
     upload, public, own = read_image(group.upload_key), read_image(group.public_key), read_image(variant.key)
     assert difference(face_core(public, dnp_face), face_core(upload, dnp_face)) > 15
     assert difference(face_core(own, dnp_face), face_core(upload, dnp_face)) < 4
-    blurred = {face.id for face in faces_to_blur(group, None)}
+    blurred = {face.id for face in faces_blurred_in(group, None)}
     assert dnp_face.id in blurred
     players = [face for face in group.faces.exclude(id__in=blurred) if face.box_w * group.width >= PLAYER_FACE_PX]
     assert len(players) == 15, "every other player is shown"

@@ -10,10 +10,11 @@ from PIL import Image
 from faces.models import Photo
 from faces.rendering.blur import blur_ellipse, expanded_face_box
 from momentlens.devservices import samples
-from tests import factories
-from tests.media_samples import animation
-from tests.publishing_helpers import read_bytes, read_image, run_worker_drain
-from tests.queue_helpers import send
+from tests.support import factories
+from tests.support.media_samples import animation
+from tests.support.publishing_helpers import read_image, run_worker_drain
+from tests.support.queue_helpers import send
+from tests.support.stored_files import read_bytes
 
 WIDTH, HEIGHT = 800, 600
 FACE_W, FACE_H = 100, 125  # a detector's box around a whole face

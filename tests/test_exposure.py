@@ -13,10 +13,10 @@ from django.core.management import call_command
 from faces.models import EventMember, Photo, SubjectReference
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference, face_core
-from tests import factories
-from tests.log_helpers import lines as log_lines
-from tests.publishing_helpers import read_image, run_worker_drain
-from tests.queue_helpers import send
+from tests.support import factories
+from tests.support.log_helpers import lines as log_lines
+from tests.support.publishing_helpers import read_image, run_worker_drain
+from tests.support.queue_helpers import send
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 

@@ -10,12 +10,13 @@ from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
-from faces.matching import faces_to_blur, match_faces
+from faces.matching import match_faces
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
+from faces.rendering.files import faces_blurred_in
 from jobqueue.context import JobContext
 from momentlens.devservices import samples
-from tests import factories
 from tests.conftest import ENGINE
+from tests.support import factories
 
 pytestmark = pytest.mark.usefixtures("media_storage")
 
@@ -85,8 +86,8 @@ def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(gro
     assert faces[2].similarity == max(face.similarity for face in faces)
     assert faces[2].similarity >= test_thresholds.match
     assert all(face.similarity < test_thresholds.blur for i, face in enumerate(faces) if i != 2)
-    assert [face.id for face in faces_to_blur(photo)] == [faces[2].id]
-    assert faces_to_blur(photo, viewer=user) == []
+    assert [face.id for face in faces_blurred_in(photo)] == [faces[2].id]
+    assert faces_blurred_in(photo, viewer=user) == []
 
 
 @pytest.mark.django_db
@@ -101,8 +102,8 @@ def test_with_thresholds_not_measured_nothing_matches_and_every_face_is_blurred(
     faces = stored_faces(photo)
     assert all(face.matched_user_id is None for face in faces)
     assert all(face.unknown_cluster_id is None for face in faces)
-    assert len(faces_to_blur(photo)) == 6
-    assert len(faces_to_blur(photo, viewer=user)) == 6
+    assert len(faces_blurred_in(photo)) == 6
+    assert len(faces_blurred_in(photo, viewer=user)) == 6
     assert UnknownCluster.objects.count() == 0
 
 
@@ -120,9 +121,9 @@ def test_other_events_members_who_left_and_other_engines_never_match(group, grou
     assert all(face.matched_user_id is None for face in photo.faces.all())
     assert all(face.similarity is None for face in photo.faces.all()), "no candidate, no comparison"
     # The active DNP member has no reference of this engine: any face could be theirs.
-    assert len(faces_to_blur(photo)) == 6
+    assert len(faces_blurred_in(photo)) == 6
     EventMember.objects.filter(user_id=other_engine).update(do_not_publish=False)
-    assert faces_to_blur(photo) == [], "a DNP member of another event, or one who left, blurs nothing here"
+    assert faces_blurred_in(photo) == [], "a DNP member of another event, or one who left, blurs nothing here"
 
 
 @pytest.mark.django_db
@@ -134,13 +135,13 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
     # t1's middle guest: no other face of t1 comes near their reference (under 0.06).
     pending = factories.reference(user, samples.derived_portrait(group, group_faces[2].box))
     photo = t1_detected_and_matched(event, group)
-    assert len(faces_to_blur(photo)) == 6, "pending reference: when unsure, blur"
+    assert len(faces_blurred_in(photo)) == 6, "pending reference: when unsure, blur"
 
     reference_process(
         {"job": "reference_process", "reference_id": str(pending.id)}, JobContext.outside_worker("reference_process")
     )
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
-    blurred = faces_to_blur(photo)
+    blurred = faces_blurred_in(photo)
     assert [face.matched_user_id for face in blurred] == [user]
 
 
@@ -222,7 +223,7 @@ def test_faces_too_poorly_seen_to_judge_are_blurred_where_a_dnp_member_is_and_jo
 
     faces = stored_faces(photo)
     assert all(face.embedding_norm > 15 for face in faces), "the norm is stored with each face"
-    assert len(faces_to_blur(photo)) == 6, "any of them could be the DNP member"
+    assert len(faces_blurred_in(photo)) == 6, "any of them could be the DNP member"
     assert faces[2].matched_user_id == user, "a face that reaches match is still matched"
     assert UnknownCluster.objects.count() == 0
     assert all(face.unknown_cluster_id is None for face in faces)

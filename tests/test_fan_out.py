@@ -15,8 +15,9 @@ from faces.jobs.photo_jobs import reprocess_event
 from jobqueue import queries
 from jobqueue.context import JobContext
 from jobqueue.enqueue import enqueue_unless_waiting
-from tests import factories
-from tests.queue_helpers import archived, send, wait_until, waiting_for_lock
+from tests.support import factories
+from tests.support.queue_helpers import archived, send, waiting_for_lock
+from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db", "fast_retries")
 
@@ -123,7 +124,9 @@ def test_two_fan_outs_of_one_event_at_once_send_each_photo_once():
                 )
                 first_sent.set()
                 # Not committed yet: the second fan-out must be waiting for the lock, not reading.
-                results["second_waited"] = wait_until(lambda: waiting_for_lock(queries.FAN_OUT_LOCK))
+                results["second_waited"] = poll(
+                    lambda: waiting_for_lock(queries.FAN_OUT_LOCK), timeout=20, interval=0.01
+                )
         except Exception as error:
             errors.append(error)
         finally:

@@ -24,7 +24,7 @@ from faces.media.still import Still
 from jobqueue import messages, registry
 from jobqueue.errors import PermanentJobError
 from momentlens.devservices import samples
-from tests.queue_helpers import archived, queue_rows
+from tests.support.queue_helpers import archived, queue_rows
 
 JOB_NAMES = ["face_process", "thumbnail_dims", "reprocess", "reprocess_event", "reference_process"]
 ID_FIELDS = ["photo_id", "event_id", "reference_id"]

@@ -1,11 +1,10 @@
 """A job notices that the server closed its session without asking it anything (jobqueue/lease.py)."""
 
-import time
-
 import pytest
 from django.db import connection, connections
 
 from jobqueue.lease import DatabaseLost, Lease
+from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -20,9 +19,7 @@ def test_a_live_session_is_not_hung_up_and_a_terminated_one_is():
     try:
         with killer.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-        deadline = time.monotonic() + 5
-        while not Lease.hung_up() and time.monotonic() < deadline:
-            time.sleep(0.01)
+        poll(Lease.hung_up, timeout=5, interval=0.01)
         assert Lease.hung_up(), "the server's hang-up is seen on the socket"
         with pytest.raises(DatabaseLost, match="closed the session"):
             Lease().checkpoint()
@@ -39,7 +36,7 @@ def test_a_long_still_detection_stops_between_its_tiles(group):
 
     photo = cv2.resize(group, (4000, 3000))
     calls = []
-    resident_engine().detect(photo, between=lambda: calls.append(1))
+    resident_engine().detect(photo, checkpoint=lambda: calls.append(1))
     assert len(calls) >= 10, f"{len(calls)} checks in a 12 MP detection"
 
     def cut_off():
@@ -49,5 +46,5 @@ def test_a_long_still_detection_stops_between_its_tiles(group):
 
     calls.clear()
     with pytest.raises(DatabaseLost):
-        resident_engine().analyze(photo, between=cut_off)
+        resident_engine().analyze(photo, checkpoint=cut_off)
     assert len(calls) == 3, "stopped at the first check after the cut, not at the end"

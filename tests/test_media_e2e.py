@@ -1,6 +1,6 @@
 """Animated images and videos end to end: run_worker --drain, real PostgreSQL, real SeaweedFS S3, buffalo_s.
 
-Each clip (tests/media_clips.py) is made of t1.jpg's real faces: three guests stand still,
+Each clip (tests/support/media_clips.py) is made of t1.jpg's real faces: three guests stand still,
 and t1's leftmost guest, a DNP member, is absent in frame 0, walks in, leaves, comes back
 and walks the other way. Every upload sits under a .jpg key: the kind is read from the bytes.
 The published files are decoded frame by frame and checked against the clip's script:
@@ -24,7 +24,6 @@ Measured on this worker's own files (WebP / GIF->WebP / MP4): the DNP face in th
 """
 
 import io
-import uuid
 
 import cv2
 import numpy as np
@@ -34,13 +33,13 @@ from PIL import Image
 
 from faces.geometry import iou
 from faces.models import Photo, PhotoVariant
-from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference
-from tests import factories, media_clips
-from tests.face_readings import read_face
-from tests.media_clips import Clip, read_animation, read_index, read_video
-from tests.publishing_helpers import assert_every_row_key_exists, read_bytes, run_worker_drain, untokened
-from tests.queue_helpers import archived, queue_rows, send
+from tests.support import factories, media_clips
+from tests.support.face_readings import read_face
+from tests.support.media_clips import Clip, read_animation, read_index, read_video
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import archived, queue_rows, send
+from tests.support.stored_files import assert_every_row_key_exists, read_bytes, try_folder_files, untokened
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries", "test_thresholds")
 
@@ -87,14 +86,6 @@ def check_every_frame(clip: Clip, upload: list, public: list, own: list) -> None
 
 
 # ---------------------------------------------------------------- the worker's rows
-
-
-def member_with_reference(event, group, face, *, dnp: bool = True) -> uuid.UUID:
-    """As the `dnp_photo` fixture: a reference derived from the guest's face in t1, through reference_process."""
-    user = factories.member(event, dnp=dnp)
-    reference = factories.reference(user, samples.derived_portrait(group, face.box))
-    send({"job": "reference_process", "reference_id": str(reference.id)})
-    return user
 
 
 def face_processed(event, data: bytes) -> Photo:
@@ -153,8 +144,7 @@ def check_keys(photo: Photo, dnp_user, suffix: str) -> PhotoVariant:
     variant = photo.variants.get()
     assert untokened(variant.key) == f"{prefix}user_{dnp_user}.{suffix}"
     assert untokened(variant.thumb_key) == f"{prefix}user_{dnp_user}_thumb.jpg"
-    folder = photo.public_key.rsplit("/", 1)[0] + "/"
-    assert len(default_storage.listdir(folder)[1]) == 4, "2 files and 2 thumbnails"
+    assert len(try_folder_files(photo)) == 4, "2 files and 2 thumbnails"
     assert_every_row_key_exists(photo)
     return variant
 
@@ -183,8 +173,8 @@ def test_an_animation_blurs_the_dnp_guest_in_every_frame_they_are_in(request, gr
     """
     clip: Clip = request.getfixturevalue(f"{kind}_clip")
     event = factories.event()
-    dnp_user = member_with_reference(event, group, group_faces[0])
-    other_user = member_with_reference(event, group, group_faces[media_clips.OTHER_GUESTS[1]], dnp=False)
+    dnp_user = factories.member_with_reference(event, group, group_faces[0])
+    other_user = factories.member_with_reference(event, group, group_faces[media_clips.OTHER_GUESTS[1]], dnp=False)
     run_worker_drain()
     photo = face_processed(event, clip.data)
 
@@ -211,7 +201,7 @@ def test_a_video_blurs_the_dnp_guest_in_every_frame_and_keeps_its_timing_and_sou
     """75 frames at 30 fps: between the worker's detections the walking face must stay covered."""
     clip = mp4_clip
     event = factories.event()
-    dnp_user = member_with_reference(event, group, group_faces[0])
+    dnp_user = factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     photo = face_processed(event, clip.data)
 
@@ -245,10 +235,10 @@ def test_a_video_blurs_the_dnp_guest_in_every_frame_and_keeps_its_timing_and_sou
 
 def test_a_face_running_through_a_video_is_blurred_in_every_frame(group, group_faces):
     """2.4 face widths between two looks, in and out between them: tracks carry the face on past
-    their sightings at its own pace (faces/media/tracks.py)."""
+    their sightings at its own pace (faces/tracks.py)."""
     clip = media_clips.mp4(group, group_faces, walk=media_clips.RUNNING_WALK)
     event = factories.event()
-    member_with_reference(event, group, group_faces[0])
+    factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     photo = face_processed(event, clip.data)
     variant = photo.variants.get()
@@ -265,7 +255,7 @@ GUEST = 2
 def test_a_heic_still_takes_the_still_path(group, group_faces):
     """HEIC is an ISO-media container like MP4: its still brand must not send it down the video path."""
     event = factories.event()
-    dnp_user = member_with_reference(event, group, group_faces[GUEST])
+    dnp_user = factories.member_with_reference(event, group, group_faces[GUEST])
     run_worker_drain()
     photo = face_processed(event, media_clips.heic(group))
 
@@ -308,7 +298,7 @@ def test_media_over_a_limit_is_archived_on_its_first_try_and_never_published(
     clip: Clip = request.getfixturevalue(f"{kind}_clip")
     setattr(settings, setting, value if value is not None else clip.size[0] * clip.size[1] - 1)
     event = factories.event()
-    member_with_reference(event, group, group_faces[0])
+    factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     photo = factories.photo(event, data=clip.data)
     msg_id = send({"job": "face_process", "photo_id": str(photo.id)})

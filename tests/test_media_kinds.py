@@ -17,10 +17,11 @@ from faces.engines.base import FaceEngine
 from faces.media import video as video_module
 from faces.models import EventMember, Photo, UnknownCluster
 from momentlens.devservices.pixels import difference
-from tests import factories
-from tests.media_samples import animation, faceless_then, video
-from tests.publishing_helpers import read_bytes, run_worker_drain, untokened
-from tests.queue_helpers import archived, queue_rows, send
+from tests.support import factories
+from tests.support.media_samples import animation, faceless_then, video
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import archived, queue_rows, send
+from tests.support.stored_files import read_bytes, untokened
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 

@@ -15,7 +15,7 @@ from faces.models import (
     SubjectReference,
     UnknownCluster,
 )
-from tests import factories
+from tests.support import factories
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from tests.queue_helpers import job, send
+from tests.support.queue_helpers import job, send
 
 pytestmark = pytest.mark.usefixtures("live_db")
 

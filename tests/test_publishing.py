@@ -9,30 +9,15 @@ from django.db import transaction
 
 from faces.models import EventMember, Photo, PhotoVariant
 from jobqueue.context import JobContext
-from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference, face_core
-from tests import factories
-from tests.publishing_helpers import (
-    assert_every_row_key_exists,
-    read_bytes,
-    read_image,
-    run_worker_drain,
-    thumbnail_matches,
-    try_folder_files,
-    untokened,
-)
-from tests.queue_helpers import archived, queue_rows, send
+from tests.support import factories
+from tests.support.publishing_helpers import read_image, run_worker_drain, thumbnail_matches
+from tests.support.queue_helpers import archived, queue_rows, send
+from tests.support.stored_files import assert_every_row_key_exists, read_bytes, try_folder_files, untokened
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 
 REGION = {"x": 0.02, "y": 0.75, "w": 0.2, "h": 0.2}
-
-
-def dnp_member_with_reference(event, group, face, **member):
-    user = factories.member(event, dnp=True, **member)
-    reference = factories.reference(user, samples.derived_portrait(group, face.box))
-    send({"job": "reference_process", "reference_id": str(reference.id)})
-    return user
 
 
 def face_processed(event, image, **fields) -> Photo:
@@ -50,7 +35,7 @@ def faces_by_x(photo: Photo):
 
 def test_one_dnp_member_gives_a_public_file_and_their_own(group, group_faces, test_thresholds):
     event = factories.event()
-    user = dnp_member_with_reference(event, group, group_faces[2])  # nobody else in t1 comes near (< 0.06)
+    user = factories.member_with_reference(event, group, group_faces[2])  # nobody else in t1 comes near (< 0.06)
     run_worker_drain()  # the reference first: reprocess_event finds no published photo yet
     photo = factories.photo(event, group, blur_regions=[REGION])
     upload_bytes = read_bytes(photo.upload_key)
@@ -93,8 +78,8 @@ def test_one_dnp_member_gives_a_public_file_and_their_own(group, group_faces, te
 
 def test_two_dnp_members_give_three_files_never_four(group, group_faces, test_thresholds):
     event = factories.event()
-    first = dnp_member_with_reference(event, group, group_faces[0])
-    second = dnp_member_with_reference(event, group, group_faces[4])
+    first = factories.member_with_reference(event, group, group_faces[0])
+    second = factories.member_with_reference(event, group, group_faces[4])
     run_worker_drain()
     photo = face_processed(event, group)
 
@@ -114,7 +99,7 @@ def test_thresholds_not_measured_give_one_public_file_with_every_face_blurred(
     group, group_faces, unmeasured_thresholds
 ):
     event = factories.event()
-    dnp_member_with_reference(event, group, group_faces[0])
+    factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     photo = face_processed(event, group)
 
@@ -127,7 +112,7 @@ def test_thresholds_not_measured_give_one_public_file_with_every_face_blurred(
 
 def test_a_member_who_leaves_is_unblurred_by_reprocess_and_old_objects_go(group, group_faces, test_thresholds):
     event = factories.event()
-    user = dnp_member_with_reference(event, group, group_faces[0])
+    user = factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     photo = factories.photo(event, group)
     upload_bytes, upload_thumb_bytes = read_bytes(photo.upload_key), read_bytes(photo.upload_thumb_key)
@@ -156,7 +141,7 @@ def test_a_member_who_leaves_is_unblurred_by_reprocess_and_old_objects_go(group,
 
 def test_a_resent_thumbnail_dims_after_face_process_changes_nothing(group, group_faces, test_thresholds):
     event = factories.event()
-    dnp_member_with_reference(event, group, group_faces[0])
+    factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     photo = face_processed(event, group)
     before = (photo.variant_version, photo.public_key, photo.processed_at, photo.public_thumb_key)
@@ -195,7 +180,7 @@ def test_thumbnail_dims_without_dnp_members_publishes_the_upload_or_its_regions(
 
 def test_thumbnail_dims_with_an_active_dnp_member_takes_the_face_path(group, group_faces, test_thresholds):
     event = factories.event()
-    dnp_member_with_reference(event, group, group_faces[0])
+    factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     photo = factories.photo(event, group)
     send({"job": "thumbnail_dims", "photo_id": str(photo.id)})

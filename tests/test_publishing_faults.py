@@ -7,14 +7,11 @@ from faces.jobs import photo_jobs
 from faces.models import Photo, PhotoVariant
 from faces.rendering import files
 from momentlens.devservices import samples
-from tests import factories
-from tests.log_helpers import lines as log_lines
-from tests.publishing_helpers import (
-    assert_every_row_key_exists,
-    jpeg_bytes,
-    run_worker_drain,
-)
-from tests.queue_helpers import archived, queue_rows, send
+from tests.support import factories
+from tests.support.log_helpers import lines as log_lines
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import archived, queue_rows, send
+from tests.support.stored_files import assert_every_row_key_exists
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 
@@ -100,7 +97,7 @@ GOOD = object()
 def test_bad_uploads_are_archived_on_the_first_try_and_the_worker_goes_on(name, data, reason, test_thresholds, caplog):
     event = factories.event()
     if data == "truncated":
-        whole = jpeg_bytes(samples.group_photo())
+        whole = samples.encode_jpeg(samples.group_photo())
         data = whole[: len(whole) // 2]
     bad = factories.photo(event, data=data)
     good = factories.photo(event, samples.tom_hanks())

@@ -15,9 +15,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from faces.models import Event
-from tests import factories
-from tests.queue_helpers import job, queue_rows, send, spawn_worker, worker_env
-from tests.test_worker_process import done_by, wait_for
+from tests.support import factories
+from tests.support.queue_helpers import done_by, job, queue_rows, send, spawn_worker, worker_env
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("live_db")
 

@@ -9,8 +9,8 @@ from PIL import Image
 
 from faces import thresholds
 from faces.engines import resident_engine
+from faces.media.codec import encode_jpeg, thumbnail
 from faces.rendering.blur import FACE_EXPANSION, blur_ellipse, blur_rectangle, expanded_face_box, region_box
-from faces.rendering.codec import encode_jpeg, thumbnail
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 

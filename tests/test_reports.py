@@ -9,9 +9,9 @@ from faces.engines import resident_engine
 from faces.models import Photo, PhotoVariant
 from momentlens.devservices import samples
 from momentlens.devservices.samples import png_promising
-from tests import factories
-from tests.publishing_helpers import run_worker_drain
-from tests.queue_helpers import send
+from tests.support import factories
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import send
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
 

@@ -12,12 +12,12 @@ from django.db import connection
 from django.db.models import Sum
 
 import faces.jobs  # noqa: F401  (registers the real handlers for the in-process loop)
-from faces.matching import faces_to_blur
 from faces.models import Face, Photo, PhotoVariant, SubjectReference, UnknownCluster
+from faces.rendering.files import faces_blurred_in
 from momentlens.devservices import samples
-from tests import factories
-from tests.publishing_helpers import run_worker_drain
-from tests.queue_helpers import archived, queue_rows, send
+from tests.support import factories
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import archived, queue_rows, send
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "fast_retries")
 
@@ -62,7 +62,7 @@ def assert_published_as_uploaded(photo: Photo, media_storage) -> None:
 # The DNP guest of these tests: t1's middle face, whose reference no other face of t1 comes near (under 0.06),
 # so every other face is as uploaded at any threshold the measurement recommends. Beside faces 0 and 3 a
 # neighbour reaches theirs (0.14 and 0.20) with a weak embedding or a turned head, and the quality-aware
-# decision blurs them too: the price docs/MEASUREMENTS.md gives ("Recognition on real people").
+# decision blurs them too: the price given in docs/MEASUREMENTS.md ("Recognition on real people").
 GUEST = 2
 
 
@@ -83,12 +83,12 @@ def test_a_dnp_member_of_event_a_never_touches_event_b(group, group_faces, test_
     assert archived() == {}
 
     # A: the member's face is matched and blurred (so the setup really has a DNP face to leak).
-    photo_a.refresh_from_db()  # the worker recorded its size: faces_to_blur sizes the faces with it
+    photo_a.refresh_from_db()  # the worker recorded its size: faces_blurred_in sizes the faces with it
     photo_b.refresh_from_db()
     faces_a = faces_by_x(photo_a)
     assert len(faces_a) == 6
     assert faces_a[GUEST].matched_user_id == user
-    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[GUEST].id]
+    assert [face.id for face in faces_blurred_in(photo_a)] == [faces_a[GUEST].id]
     photo_a.refresh_from_db()
     assert photo_a.public_key != photo_a.upload_key
 
@@ -98,8 +98,8 @@ def test_a_dnp_member_of_event_a_never_touches_event_b(group, group_faces, test_
     assert all(face.event_id == event_b.id for face in faces_b)
     assert all(face.matched_user_id is None for face in faces_b)
     assert all(face.similarity is None for face in faces_b), "B has no candidate: nothing was compared"
-    assert faces_to_blur(photo_b) == []
-    assert faces_to_blur(photo_b, viewer=user) == []
+    assert faces_blurred_in(photo_b) == []
+    assert faces_blurred_in(photo_b, viewer=user) == []
     assert_published_as_uploaded(photo_b, media_storage)
 
     # Clusters: B's faces only in B's clusters; A's clusters exactly as A left them.
@@ -129,7 +129,7 @@ def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blu
     send({"job": "face_process", "photo_id": str(photo_b.id)})
     run_worker_drain()
     assert archived() == {}
-    photo_a.refresh_from_db()  # the worker recorded its size: faces_to_blur sizes the faces with it
+    photo_a.refresh_from_db()  # the worker recorded its size: faces_blurred_in sizes the faces with it
     photo_b.refresh_from_db()
 
     faces_b = faces_by_x(photo_b)
@@ -137,14 +137,14 @@ def test_dnp_in_event_a_and_an_ordinary_member_of_event_b_is_matched_but_not_blu
     assert faces_b[GUEST].similarity >= test_thresholds.match
     assert faces_b[GUEST].unknown_cluster_id is None, "a matched face is in no Unknown cluster"
     assert all(face.matched_user_id is None for face in faces_b if face is not faces_b[GUEST])
-    assert faces_to_blur(photo_b) == []
-    assert faces_to_blur(photo_b, viewer=user) == []
+    assert faces_blurred_in(photo_b) == []
+    assert faces_blurred_in(photo_b, viewer=user) == []
     assert_published_as_uploaded(photo_b, media_storage)
 
     # In A the same user, DNP there, is blurred in the public file and has an own file.
     faces_a = faces_by_x(photo_a)
     assert faces_a[GUEST].matched_user_id == user
-    assert [face.id for face in faces_to_blur(photo_a)] == [faces_a[GUEST].id]
+    assert [face.id for face in faces_blurred_in(photo_a)] == [faces_a[GUEST].id]
     assert PhotoVariant.objects.filter(photo=photo_a, user_id=user).exists()
 
 

@@ -2,7 +2,7 @@
 
 Each case goes through `run_worker --drain` on real PostgreSQL and SeaweedFS, and asserts on the published
 bytes: no picture in any published file (as shown, and every image, trailer and frame inside it) shows
-the DNP guest's face unblurred, as the real engine reads it (tests/published_pictures.py).
+the DNP guest's face unblurred, as the real engine reads it (tests/support/published_pictures.py).
 
 The DNP guest is t1's leftmost face. "Without them" is t1 from column 200 on: the other five guests.
 """
@@ -14,11 +14,12 @@ import pytest
 from faces.models import Photo, SubjectReference
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference
-from tests import factories, still_samples
-from tests.media_samples import video
-from tests.published_pictures import SHOWS_THE_MEMBER, dnp_faces_in, pictures_in
-from tests.publishing_helpers import read_bytes, run_worker_drain, untokened
-from tests.queue_helpers import archived, send
+from tests.support import factories, still_samples
+from tests.support.media_samples import video
+from tests.support.published_pictures import SHOWS_THE_MEMBER, dnp_faces_in, pictures_in
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import archived, send
+from tests.support.stored_files import read_bytes, untokened
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 

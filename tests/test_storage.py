@@ -1,20 +1,10 @@
-"""Storage round trips on both backends, and the S3 server is a real one."""
+"""Rewriting a key keeps the key on both backends, and the S3 server is a real one, credentials required."""
 
 import botocore.exceptions
 import pytest
 from django.core.files.base import ContentFile
 
 KEY = "events/e1/photos/p1/v1/public.jpg"
-
-
-def test_write_read_delete_round_trip(storage):
-    payload = b"\xff\xd8\xff\xe0 not really a jpeg"
-    assert storage.save(KEY, ContentFile(payload)) == KEY
-    assert storage.exists(KEY)
-    with storage.open(KEY, "rb") as handle:
-        assert handle.read() == payload
-    storage.delete(KEY)
-    assert not storage.exists(KEY)
 
 
 def test_saving_an_existing_key_keeps_the_exact_key(storage):

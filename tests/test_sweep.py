@@ -2,7 +2,6 @@
 never an upload, always what replaced, deleted or failed work left behind."""
 
 import threading
-import time
 import uuid
 from io import StringIO
 
@@ -16,9 +15,11 @@ from faces.rendering import files, keys, sweep
 from jobqueue.health import WorkerState
 from jobqueue.worker import Worker, WorkerConfig
 from momentlens.devservices import samples
-from tests import factories
-from tests.publishing_helpers import assert_every_row_key_exists, run_worker_drain
-from tests.queue_helpers import send
+from tests.support import factories
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import send
+from tests.support.stored_files import assert_every_row_key_exists
+from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries")
 
@@ -192,11 +193,8 @@ def run_worker_until(condition, timeout_s: float = 30.0) -> None:
     worker = Worker(WorkerConfig.from_settings(), WorkerState())
     thread = threading.Thread(target=lambda: (worker.run(), connection.close()))
     thread.start()
-    deadline = time.monotonic() + timeout_s
     try:
-        while not condition():
-            assert time.monotonic() < deadline, "the worker did not sweep by itself in time"
-            time.sleep(0.05)
+        assert poll(condition, timeout=timeout_s), "the worker did not sweep by itself in time"
     finally:
         worker.request_stop()
         thread.join(30)

@@ -17,10 +17,10 @@ from faces.models import Face, Photo
 from faces.thresholds import for_engine
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference, face_core
-from tests import factories
 from tests.conftest import ENGINE
-from tests.publishing_helpers import read_image, run_worker_drain
-from tests.queue_helpers import send
+from tests.support import factories
+from tests.support.publishing_helpers import read_image, run_worker_drain
+from tests.support.queue_helpers import send
 
 
 @pytest.fixture(scope="module")

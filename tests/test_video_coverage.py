@@ -1,7 +1,7 @@
 """Video at a photo's standard (docs/ARCHITECTURE.md §11): every frame a DNP face is in, 4K and small
 faces, real phone files. Through `run_worker --drain` on real PostgreSQL and SeaweedFS, buffalo_s; each
 published MP4 is decoded frame by frame and checked against the clip's own script
-(tests/face_readings.py: blurred, intact)."""
+(tests/support/face_readings.py: blurred, intact)."""
 
 import dataclasses
 import io
@@ -14,14 +14,14 @@ import pytest
 from django.core.files.storage import default_storage
 
 from faces.models import Photo, SubjectReference
-from tests import factories, still_samples
-from tests.face_readings import read_face
-from tests.media_clips import background, guest, read_video
-from tests.published_pictures import dnp_faces_in
-from tests.publishing_helpers import read_bytes, run_worker_drain
-from tests.queue_helpers import archived, send
-from tests.test_media_e2e import member_with_reference
-from tests.video_samples import LOOK_EVERY, encode, motion_blurred, occluded, resizing_webm, scene
+from tests.support import factories, still_samples
+from tests.support.face_readings import read_face, unblurred_frames
+from tests.support.media_clips import background, guest, read_video
+from tests.support.published_pictures import dnp_faces_in
+from tests.support.publishing_helpers import run_worker_drain
+from tests.support.queue_helpers import archived, send
+from tests.support.stored_files import read_bytes
+from tests.support.video_samples import LOOK_EVERY, encode, motion_blurred, occluded, resizing_webm, scene
 
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries", "test_thresholds")
 
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retrie
 def dnp_event(group, group_faces):
     """An event whose DNP member is t1's leftmost guest (their reference ready)."""
     event = factories.event()
-    user = member_with_reference(event, group, group_faces[0])
+    user = factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()
     return event, user
 
@@ -43,17 +43,6 @@ def published(event, data: bytes) -> Photo:
     assert photo.processed_at is not None, archived()
     assert photo.media_type == "video"
     return photo
-
-
-def unblurred_frames(photo: Photo, clip) -> list[str]:
-    """Every frame where the script puts the DNP face and the public file does not blur it."""
-    upload, public = read_video(read_bytes(photo.upload_key)), read_video(read_bytes(photo.public_key))
-    assert len(public.frames) == len(upload.frames) == len(clip.dnp)
-    problems = []
-    for index, (box, source, shown) in enumerate(zip(clip.dnp, upload.frames, public.frames, strict=True)):
-        if box is not None and not (reading := read_face(shown, source, box)).blurred:
-            problems.append(f"frame {index}: {reading}")
-    return problems
 
 
 @pytest.mark.parametrize("fps", [30, 60])
@@ -175,10 +164,10 @@ def test_a_webm_that_changes_resolution_both_ways_is_scaled_to_its_first_size(dn
 
 def test_a_hard_cut_never_links_a_member_to_the_dnp_guest_after_it(dnp_event, group, group_faces):
     """A member (t1's fourth guest) before the cut; right after it, the DNP guest about 5 face widths away."""
-    from tests.media_clips import guest, paste
+    from tests.support.media_clips import guest, paste
 
     event, dnp_user = dnp_event
-    member = member_with_reference(event, group, group_faces[3], dnp=False)
+    member = factories.member_with_reference(event, group, group_faces[3], dnp=False)
     run_worker_drain()
     width, height, cut = 1280, 720, 9
     dark, bright = np.full((height, width, 3), 40, np.uint8), np.full((height, width, 3), 200, np.uint8)

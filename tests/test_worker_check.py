@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 from django.db import connection
 
-from tests.queue_helpers import ROOT, worker_env
+from tests.support.queue_helpers import ROOT, worker_env
 
 
 def run_check() -> tuple[int, str]:

@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 
 from faces.models import Event
-from tests.queue_helpers import (
+from tests.support.queue_helpers import (
     archived,
+    done_by,
     job,
     queue_rows,
     reader_lock_held,
@@ -21,6 +22,7 @@ from tests.queue_helpers import (
     spawn_worker,
     worker_env,
 )
+from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -28,20 +30,6 @@ pytestmark = pytest.mark.usefixtures("live_db")
 @pytest.fixture
 def env(embedded_pg, tmp_path):
     return worker_env(embedded_pg, tmp_path)
-
-
-def wait_for(predicate, timeout: float = 30.0, interval: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {predicate.__name__}")
-
-
-def done_by(pid: int) -> int:
-    return Event.objects.filter(name__startswith="done ", name__endswith=f"pid={pid}").count()
 
 
 def test_a_crash_counts_as_a_try_and_repeated_crashes_end_archived(env, tmp_path):

@@ -22,8 +22,8 @@ from psycopg import sql
 from faces.models import Photo, PhotoVariant, SubjectReference
 from jobqueue import queries
 from momentlens.devservices import samples
-from tests import factories
-from tests.queue_helpers import ROOT, archived, queue_rows, send, worker_env
+from tests.support import factories
+from tests.support.queue_helpers import ROOT, archived, queue_rows, send, worker_env
 
 pytestmark = pytest.mark.usefixtures("live_db")
 

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
-from tests import factories
 from tests.conftest import ENGINE
-from tests.queue_helpers import ROOT, archived, job, queue_rows, send, spawn_worker, worker_env
+from tests.support import factories
+from tests.support.queue_helpers import ROOT, archived, job, queue_rows, send, spawn_worker, worker_env
 
 pytestmark = pytest.mark.usefixtures("live_db")
 

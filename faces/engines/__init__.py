@@ -11,8 +11,6 @@ from faces.engines.packs import pack_folder, pack_named
 log = logging.getLogger("faces.engines")
 
 _resident: FaceEngine | None = None
-# How many engines this process has built: the worker test asserts it stays at 1.
-loads = 0
 
 
 def configured_engine_name() -> str:
@@ -41,11 +39,10 @@ def loaded_engine() -> dict | None:
 
 def resident_engine() -> FaceEngine:
     """The process's engine, built on first use (the worker's startup work, registered in faces/apps.py)."""
-    global _resident, loads
+    global _resident
     if _resident is None:
         started = time.monotonic()
         _resident = build_engine()
-        loads += 1
         elapsed = round((time.monotonic() - started) * 1000)
         log.info("engine_loaded", extra={"engine": _resident.name, "provider": _resident.provider, "ms": elapsed})
     return _resident

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from faces.checkpoint import Checkpoint, never_stop
 from faces.engines.pyramid import Plan
 
 EMBEDDING_DIMENSIONS = 512
@@ -51,12 +52,17 @@ class FaceEngine(ABC):
     name: str
 
     def analyze(
-        self, image: np.ndarray, *, small_faces: bool = True, plan: Plan | None = None, between=None
+        self,
+        image: np.ndarray,
+        *,
+        small_faces: bool = True,
+        plan: Plan | None = None,
+        checkpoint: Checkpoint = never_stop,
     ) -> list[DetectedFace]:
         """Every face in `image`; without `small_faces` only the overview pass runs (a selfie). `plan`: the
         search's (a video frame's: faces/engines/pyramid.py, video_frame_plan); None: a photo's.
-        `between`, if given, is called between the detector's passes and may raise to stop."""
-        detections = self.detect(image, small_faces=small_faces, plan=plan, between=between)
+        `checkpoint` is called between the detector's passes and may raise to stop (faces/checkpoint.py)."""
+        detections = self.detect(image, small_faces=small_faces, plan=plan, checkpoint=checkpoint)
         turned = [d.turned for d in detections if d.turned is not None]
         seen = self.embed_many(image, detections + turned)
         views = iter(range(len(detections), len(detections) + len(turned)))
@@ -73,7 +79,12 @@ class FaceEngine(ABC):
 
     @abstractmethod
     def detect(
-        self, image: np.ndarray, *, small_faces: bool = True, plan: Plan | None = None, between=None
+        self,
+        image: np.ndarray,
+        *,
+        small_faces: bool = True,
+        plan: Plan | None = None,
+        checkpoint: Checkpoint = never_stop,
     ) -> list[Detection]:
         """Every face, large and small, in pixels of `image`; without `small_faces` only the large ones."""
 

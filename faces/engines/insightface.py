@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from faces.checkpoint import Checkpoint, never_stop
 from faces.engines.base import (
     EMBEDDING_DIMENSIONS,
     Detection,
@@ -99,10 +100,15 @@ class InsightFaceEngine(FaceEngine):
         return detector
 
     def detect(
-        self, image: np.ndarray, *, small_faces: bool = True, plan: Plan | None = None, between=None
+        self,
+        image: np.ndarray,
+        *,
+        small_faces: bool = True,
+        plan: Plan | None = None,
+        checkpoint: Checkpoint = never_stop,
     ) -> list[Detection]:
         pyramid = self._pyramid_for(plan) if plan else self._pyramid
-        found = pyramid.detect(image, small_faces=small_faces, between=between)
+        found = pyramid.detect(image, small_faces=small_faces, checkpoint=checkpoint)
         return [_detection(face, _detection(turned) if turned is not None else None) for face, turned in found]
 
     def _pyramid_for(self, plan: Plan) -> PyramidDetector:

@@ -21,6 +21,8 @@ import itertools
 import cv2
 import numpy as np
 
+from faces.geometry import suppress
+
 STRIDE = 32
 Shape = tuple[int, int]  # (width, height) of a detector input
 Detections = tuple[np.ndarray, np.ndarray, np.ndarray]  # boxes (n, 4), keypoints (n, 5, 2), scores (n,)
@@ -98,8 +100,6 @@ class Passes:
 
     def _decode(self, outputs, in_w: int, in_h: int, threshold: float) -> Detections:
         from insightface.model_zoo.scrfd import distance2bbox, distance2kps
-
-        from faces.engines.pyramid import suppress
 
         scrfd = self.scrfd
         fmc = scrfd.fmc

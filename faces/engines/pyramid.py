@@ -60,19 +60,19 @@ says why; docs/MEASUREMENTS.md has the recall, cost and memory tables (bench/fac
 
 import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
 import numpy as np
 
+from faces.checkpoint import Checkpoint, never_stop
 from faces.engines.passes import STRIDE, Passes
-from faces.geometry import iou
+from faces.geometry import iou, suppress
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
 Found = tuple[np.ndarray, np.ndarray, float]
 # A face as the upright levels (or, where they found none, a turned level) found it, and its turned view.
-Face = tuple[Found, Found | None]
+UprightAndTurned = tuple[Found, Found | None]
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class Plan:
     edge_margin: float = 2.0
     # The edge pass mirrors the overview this far past each edge (a fraction of its long side),
     # and keeps what scores this much there (mirrored half faces score 0.45-0.8). Off for a part of
-    # a video frame that no frame edge bounds (faces/media/clip_detection.py): its edges cut no picture.
+    # a video frame that no frame edge bounds (faces/detection/clips.py): its edges cut no picture.
     edge_pass: bool = True
     edge_mirror: float = 0.25
     edge_score: float = 0.4
@@ -130,7 +130,7 @@ class Plan:
 SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (1536, 1024))
 
 
-# A video frame is looked at five times a second (faces/media/tracks.py), so its finest level gets a
+# A video frame is looked at five times a second (faces/tracks.py), so its finest level gets a
 # budget of detector pixels that grows with the frame: 1.5x as a photo's up to 720p (2.1 MP: faces from
 # 24 px), 1x at 1080p (2.1 MP: from 32 px), and at least 0.75x above (4K 4.7 MP, tiled: from about 43 px).
 # The deep looks (one in three, a photo's 1.5x) find the smaller faces at every size. The scale is
@@ -141,7 +141,7 @@ VIDEO_MIN_SCALE = 0.75
 
 def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
     """A video frame's plan (or a region of one): the budget above, and no turned levels (five looks a
-    second cannot pay for them). A deep look (faces/media/tracks.py, Look.DEEP: one look in three) searches
+    second cannot pay for them). A deep look (faces/tracks.py, Look.DEEP: one look in three) searches
     at a photo's fine scale whatever the frame's size, so a still face of 24 px is seen often enough for
     its track to go on."""
     budget = max(VIDEO_MIN_SCALE, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height)))
@@ -151,10 +151,6 @@ def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
 
 # A quarter turn counter-clockwise (np.rot90's sense), by count.
 _ROTATE = {1: cv2.ROTATE_90_COUNTERCLOCKWISE, 2: cv2.ROTATE_180, 3: cv2.ROTATE_90_CLOCKWISE}
-
-
-def _go_on() -> None:
-    """The default between tiles: nothing stops a detection."""
 
 
 class PyramidDetector:
@@ -184,23 +180,22 @@ class PyramidDetector:
         return [*scales, overview]
 
     def detect(
-        self, image: np.ndarray, *, small_faces: bool = True, between: Callable[[], None] | None = None
-    ) -> list[Face]:
-        """Every face with its turned view (None when no turned level found it too). `between`, if given, is
-        called before each tile of each level: it may raise to stop a long detection."""
-        between = between or _go_on
+        self, image: np.ndarray, *, small_faces: bool = True, checkpoint: Checkpoint = never_stop
+    ) -> list[UprightAndTurned]:
+        """Every face with its turned view (None when no turned level found it too). `checkpoint` is called
+        before each tile of each level: it may raise to stop a long detection."""
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
-        faces = self._faces(image, levels, between)
+        faces = self._faces(image, levels, checkpoint)
         if self.plan.edge_pass:
             faces += self._across_edges(image, levels[-1])
         upright = self._finish(faces, width, height)
         if not (small_faces and self.plan.turns):
             return [(face, None) for face in upright]
-        turned = self._finish(self._turned_faces(image, self._turned_levels(levels), between), width, height)
+        turned = self._finish(self._turned_faces(image, self._turned_levels(levels), checkpoint), width, height)
         return self._upright_first(upright, turned)
 
-    def _upright_first(self, upright: list[Found], turned: list[Found]) -> list[Face]:
+    def _upright_first(self, upright: list[Found], turned: list[Found]) -> list[UprightAndTurned]:
         """Each turned face that is one of the upright faces (NMS's overlap or containment) becomes that face's
         turned view, the best-scoring one where several are; the others are faces of their own."""
         views: dict[int, Found] = {}
@@ -220,13 +215,13 @@ class PyramidDetector:
             return levels[1:] or levels
         return [finest, *(scale for scale in levels if scale < finest)]
 
-    def _faces(self, image: np.ndarray, levels: list[float], between: Callable[[], None]) -> list[Found]:
+    def _faces(self, image: np.ndarray, levels: list[float], checkpoint: Checkpoint) -> list[Found]:
         """Every level's candidates, one box per face across levels; the unsure ones after their second look."""
         chunks = []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
             passes = self.overview_passes if last else self.passes
-            chunks += self._level(image, scale, keep_all=last, passes=passes, between=between)
+            chunks += self._level(image, scale, keep_all=last, passes=passes, checkpoint=checkpoint)
         if not chunks:
             return []
         boxes, points, scores = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
@@ -237,7 +232,7 @@ class PyramidDetector:
         unsure = [boxes[i] for i in kept if scores[i] < self.plan.sure_score]
         return sure + [face for face in self._second_looks(image, unsure) if face is not None]
 
-    def _turned_faces(self, image: np.ndarray, levels: list[float], between) -> list[Found]:
+    def _turned_faces(self, image: np.ndarray, levels: list[float], checkpoint: Checkpoint) -> list[Found]:
         """Faces turned in the picture itself (a guest lying down, a child upside down), which SCRFD misses
         past about 60 degrees: `levels` (the coarser ones) run on the photo turned by each of the plan's
         quarter turns, and what they find is turned back. The photo is shrunk once, to the first of them,
@@ -250,7 +245,7 @@ class PyramidDetector:
         faces = []
         for turn in self.plan.turns:
             turned = cv2.rotate(small, _ROTATE[turn % 4]) if turn % 4 else small
-            for box, points, score in self._faces(turned, [scale / top for scale in levels], between):
+            for box, points, score in self._faces(turned, [scale / top for scale in levels], checkpoint):
                 corners = turned_back(box.reshape(2, 2), turn, *size) * back
                 box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
                 faces.append((box, turned_back(points, turn, *size) * back, score))
@@ -321,10 +316,10 @@ class PyramidDetector:
 
     # ---- one level --------------------------------------------------------------
 
-    def _level(self, image: np.ndarray, scale: float, keep_all: bool, passes: Passes, between: Callable[[], None]):
+    def _level(self, image: np.ndarray, scale: float, keep_all: bool, passes: Passes, checkpoint: Checkpoint):
         """Detections of one level, in photo pixels, as (boxes, keypoints, scores) chunks."""
         plan = self.plan
-        between()
+        checkpoint()
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
         whole = scaled_w * scaled_h <= plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
@@ -348,7 +343,7 @@ class PyramidDetector:
         # detector px -> source px (/ f) -> photo px (* shrink) + the tile's origin
         mul = np.array([shrink_x * tile_w / out_w, shrink_y * tile_h / out_h], np.float32)
         for group in itertools.batched(origins, passes.batch):
-            between()
+            checkpoint()
             crops = [(source[y : y + tile_h, x : x + tile_w], out_w, out_h) for x, y in group]
             for (x, y), (b, k, s) in zip(group, passes.run_many(crops, plan.score_threshold), strict=True):
                 inner = (x > 0, y > 0, x + tile_w < source_w, y + tile_h < source_h)
@@ -456,24 +451,3 @@ def _same_face(box: np.ndarray, boxes: np.ndarray, nms_iou: float, containment: 
     overlap = inter / (area + areas - inter)
     same = (overlap > nms_iou) | (inter / area >= containment) | (inter / areas >= containment)
     return int(np.argmax(np.where(same, overlap, -1.0))) if same.any() else None
-
-
-def suppress(boxes: np.ndarray, scores: np.ndarray, iou: float, containment: float | None) -> list[int]:
-    """Greedy NMS by score; with `containment`, a box that much inside a kept one also goes."""
-    order = np.argsort(-scores, kind="stable")
-    x1, y1, x2, y2 = boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3]
-    areas = np.maximum(x2 - x1, 0) * np.maximum(y2 - y1, 0)
-    keep = []
-    while order.size:
-        i = order[0]
-        keep.append(int(i))
-        rest = order[1:]
-        w = np.maximum(0.0, np.minimum(x2[i], x2[rest]) - np.maximum(x1[i], x1[rest]))
-        h = np.maximum(0.0, np.minimum(y2[i], y2[rest]) - np.maximum(y1[i], y1[rest]))
-        inter = w * h
-        overlap = inter / np.maximum(areas[i] + areas[rest] - inter, 1e-9)
-        drop = overlap > iou
-        if containment is not None:
-            drop |= inter / np.maximum(areas[rest], 1e-9) >= containment
-        order = rest[~drop]
-    return keep

@@ -8,6 +8,7 @@ archive's transaction, until a later job publishes it again.
 import uuid
 
 from faces.models import Photo
+from faces.publication import unpublish
 from jobqueue.api import register_archive_hook
 
 
@@ -15,7 +16,7 @@ def unpublish_named_photo(payload: dict | None) -> int:
     photo_id = _photo_id(payload)
     if photo_id is None:
         return 0
-    return Photo.objects.published().filter(id=photo_id).update(processed_at=None)
+    return unpublish(Photo.objects.filter(id=photo_id))
 
 
 def _photo_id(payload: dict | None) -> uuid.UUID | None:

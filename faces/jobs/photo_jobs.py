@@ -5,12 +5,14 @@ import logging
 from django.db import transaction
 
 from faces import media
+from faces.checkpoint import Checkpoint
 from faces.clustering import cluster_faces
 from faces.detection import detect_and_store
 from faces.exposure import hide_exposed
-from faces.matching import match_faces
-from faces.media import Checkpoint, Media, MediaKind
+from faces.matching import PhotoMatch, match_faces
+from faces.media import Media, MediaKind
 from faces.models import Event, EventMember, Photo
+from faces.publication import unpublish
 from faces.rendering.files import plan_of, render_and_publish
 from faces.rendering.sweep import sweep_after_commit
 from faces.storage_io import read_object
@@ -39,7 +41,7 @@ def thumbnail_dims(payload: dict, ctx: JobContext) -> dict:
         return {**face_path(photo, ctx.checkpoint, upload), "detail": "multi_frame"}
     # Blur regions, or more in the bytes than one plain picture, give rendered files; else the upload is public.
     files = render_and_publish(photo, upload, None, ctx.checkpoint)
-    _sweep_after_commit(photo)
+    _sweep_when_committed(photo)
     return {"files": files, **_rendered_because(upload)}
 
 
@@ -56,13 +58,14 @@ def reprocess(payload: dict, ctx: JobContext) -> dict:
         if plan_of(photo, match) == photo.render_plan:
             cluster_faces(match)
             return {"faces": len(match.faces) if match else 0, "files": 0, "detail": "unchanged"}
+        return publish_path(photo, media.open(read_object(photo.upload_key)), match, ctx.checkpoint)
     return face_path(photo, ctx.checkpoint)
 
 
 def unpublish_event(payload: dict) -> int:
     """The archive's hook (docs/ARCHITECTURE.md §5, rule 7): a DNP change that could not be applied
     leaves no old file up."""
-    return Photo.objects.published().filter(event_id=payload["event_id"]).update(processed_at=None)
+    return unpublish(Photo.objects.filter(event_id=payload["event_id"]))
 
 
 @register("reprocess_event", id_field="event_id", on_archive=unpublish_event, first=True)
@@ -94,19 +97,28 @@ def reprocess_event(payload: dict, ctx: JobContext) -> dict:
 
 def face_path(photo: Photo, checkpoint: Checkpoint, upload: Media | None = None) -> dict:
     """Detect (unless faces are already stored), match, render, publish, cluster: one sequence for a still,
-    an animated image or a video (faces/media/), opened from the upload's bytes. `checkpoint` is the try's
-    (jobqueue/context.py): called between tiles and frames, and before the uploads.
+    an animated image or a video (faces/media/), opened from the upload's bytes; each stage gets what the one
+    before returned. `checkpoint` is the try's (jobqueue/context.py): called between tiles and frames, and
+    before the uploads.
+    """
+    upload = media.open(read_object(photo.upload_key)) if upload is None else upload
+    size = (upload.width, upload.height)
+    if photo.faces_detected_at is None:
+        match = match_faces(photo, size, detect_and_store(photo, upload, checkpoint))
+    else:
+        match = match_faces(photo, size)
+    return publish_path(photo, upload, match, checkpoint)
+
+
+def publish_path(photo: Photo, upload: Media, match: PhotoMatch | None, checkpoint: Checkpoint) -> dict:
+    """Render and publish the upload's files from `match`, then cluster.
 
     Clustering comes last: it holds its event's lock until the commit (docs/ARCHITECTURE.md §6), and
     nothing before it depends on the clusters.
     """
-    upload = media.open(read_object(photo.upload_key)) if upload is None else upload
-    if photo.faces_detected_at is None:
-        detect_and_store(photo, upload, checkpoint)
-    match = match_faces(photo, (upload.width, upload.height))
     files = render_and_publish(photo, upload, match, checkpoint)
     cluster_faces(match)
-    _sweep_after_commit(photo)
+    _sweep_when_committed(photo)
     return {"faces": len(match.faces) if match else 0, "files": files, **_rendered_because(upload)}
 
 
@@ -127,5 +139,5 @@ def has_active_dnp_member(event_id) -> bool:
     return EventMember.objects.filter(event_id=event_id, status=EventMember.Status.ACTIVE, do_not_publish=True).exists()
 
 
-def _sweep_after_commit(photo: Photo) -> None:
+def _sweep_when_committed(photo: Photo) -> None:
     transaction.on_commit(lambda: sweep_after_commit(photo.event_id, photo.id))

@@ -3,7 +3,7 @@ AnimatedImage or a Video, whichever the bytes are, its limits checked before any
 
 from faces.media.animated import AnimatedImage
 from faces.media.kinds import MediaKind, media_kind
-from faces.media.media import Checkpoint, Media
+from faces.media.media import Media
 from faces.media.still import Still
 from faces.media.video import Video
 
@@ -15,4 +15,4 @@ def open(data: bytes) -> Still | AnimatedImage | Video:
     return OPENED_AS[media_kind(data)](data)
 
 
-__all__ = ["AnimatedImage", "Checkpoint", "Media", "MediaKind", "Still", "Video", "open"]
+__all__ = ["AnimatedImage", "Media", "MediaKind", "Still", "Video", "open"]

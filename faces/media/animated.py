@@ -5,6 +5,11 @@ WebP through libwebp's animation encoder, which takes every frame at once: the w
 animation is held in memory, bounded by MEDIA_MAX_ANIMATION_PIXELS. A transparent frame is
 looked at, and written, as a page shows it: over white (faces/media/still.py, `over_white`),
 so a face drawn in the alpha channel is seen, and the output is opaque.
+
+Every frame Pillow reads is a frame of the output, at the time a browser shows it (a frame of 10 ms or less
+plays for 100 ms). An APNG's default image that is not part of its animation (what a viewer without APNG, and
+the file's first look, shows) is read as the first frame: it is looked at like every other, and published
+blurred, as the output's first frame and its poster.
 """
 
 import contextlib
@@ -15,13 +20,19 @@ import cv2
 import numpy as np
 from PIL import Image
 
+from faces.checkpoint import Checkpoint, never_stop
 from faces.media import limits
 from faces.media.clip import Clip
 from faces.media.kinds import MediaKind
-from faces.media.media import Checkpoint, Painter, RenderedFile, never_stop, poster
+from faces.media.media import Painter, RenderedFile, poster
 from faces.media.still import over_white
+from jobqueue.api import PermanentJobError
 
 WEBP_QUALITY = 85
+# Browsers show a frame that asks for this many milliseconds or fewer (0 included) for PLAYED_INSTEAD_MS
+# (Chromium and Firefox alike, for GIF, APNG and WebP): that is what a viewer sees, and it gives every frame
+# a time of its own, so a frame is never two frames' moment.
+SHORTEST_PLAYED_MS, PLAYED_INSTEAD_MS = 10, 100
 
 
 class AnimatedImage(Clip):
@@ -30,7 +41,7 @@ class AnimatedImage(Clip):
     every_frame = True
 
     def __init__(self, data: bytes):
-        self._data = data
+        self.data = data
         with _opened(data) as image:
             self.width, self.height = image.size
             count = image.n_frames
@@ -48,15 +59,15 @@ class AnimatedImage(Clip):
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
             yield time, cv2.cvtColor(over_white(rgba), cv2.COLOR_RGB2BGR)
 
-    def render(self, painters: list[Painter], between_frames: Checkpoint = never_stop) -> list[RenderedFile]:
+    def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> list[RenderedFile]:
         # One output at a time: the source frames are decoded again for each, so memory holds
         # one rendered animation, not N+1 of them.
-        return [self._render_one(painter, between_frames) for painter in painters]
+        return [self._render_one(painter, checkpoint) for painter in painters]
 
-    def _render_one(self, painter: Painter, between_frames: Checkpoint) -> RenderedFile:
+    def _render_one(self, painter: Painter, checkpoint: Checkpoint) -> RenderedFile:
         out, first, previous = [], None, None
         for time, rgba in zip(self.frame_times, self._rgba_frames(), strict=True):
-            between_frames()
+            checkpoint()
             bgr = cv2.cvtColor(over_white(rgba), cv2.COLOR_RGB2BGR)
             painter(time, bgr)
             first = bgr if first is None else first
@@ -83,20 +94,23 @@ class AnimatedImage(Clip):
         return RenderedFile(buffer.getvalue(), poster(first))
 
     def _rgba_frames(self) -> Iterator[np.ndarray]:
-        with _opened(self._data) as image:
+        with _opened(self.data) as image:
             for index in range(self.frame_count):
                 yield _rgba(image, index)
 
 
 @contextlib.contextmanager
 def _opened(data: bytes) -> Iterator[Image.Image]:
-    """The animation, open; anything Pillow cannot read in it is undecodable media, never retried."""
+    """The animation, open; anything Pillow cannot read in it is undecodable media, never retried: a crash in
+    a decoder is a refusal with a reason, not three failed tries."""
     try:
         with Image.open(io.BytesIO(data)) as image:
             yield image
+    except PermanentJobError:
+        raise
     except Image.DecompressionBombError as error:
         raise limits.MediaTooLarge(str(error)) from None
-    except (OSError, SyntaxError, ValueError, EOFError, IndexError) as error:  # what Pillow raises for broken files
+    except Exception as error:  # Pillow raises many types for broken files (KeyError, struct.error, zlib.error...)
         raise limits.UndecodableMedia(f"a frame does not decode: {type(error).__name__}: {error}") from None
 
 
@@ -106,6 +120,8 @@ def _rgba(image: Image.Image, index: int) -> np.ndarray:
 
 
 def _duration(image: Image.Image, index: int) -> int:
+    """How long a browser shows the frame, in milliseconds."""
     image.seek(index)
     image.load()  # WebP reads a frame's duration when it decodes it
-    return int(image.info.get("duration", 0) or 0)
+    asked = int(image.info.get("duration", 0) or 0)
+    return PLAYED_INSTEAD_MS if asked <= SHORTEST_PLAYED_MS else asked

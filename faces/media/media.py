@@ -1,28 +1,22 @@
-"""What the face pass needs of an upload, whatever its kind: its size, its frames, how it is detected,
-and files rendered from it with each file's blur (docs/ARCHITECTURE.md §5, §11).
+"""What the face pass needs of an upload, whatever its kind: its size, its frames, and files encoded from
+its frames with a painter's blur on each (docs/ARCHITECTURE.md §5, §11). Media decodes and encodes: which
+frames are looked at is detection's (faces/detection/), what a frame gets blurred is rendering's
+(faces/rendering/painters.py).
 
 Adding a kind is adding one class: Still (faces/media/still.py), AnimatedImage and Video (clips,
 faces/media/clip.py), each opened by `faces.media.open` from the bytes.
 """
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
 
-from faces.engines import DetectedFace, FaceEngine
+from faces.checkpoint import Checkpoint, never_stop
+from faces.media.codec import encode_jpeg, thumbnail
 from faces.media.kinds import MediaKind
-from faces.rendering.codec import encode_jpeg, thumbnail
-
-# Called between frames and before writes; it raises to stop the work (a try that lost its lease:
-# jobqueue/context.py, `JobContext.checkpoint`).
-Checkpoint = Callable[[], None]
-
-
-def never_stop() -> None:
-    """The default checkpoint: work outside a worker has no session to lose."""
 
 
 class Painter(Protocol):
@@ -41,15 +35,12 @@ class RenderedFile:
     poster: bytes  # the JPEG thumbnail, cut from the file's own first frame
 
 
-# (frame time, track, face) of each face found; a still's have no time and no track.
-Detection = tuple[float | None, int | None, DetectedFace]
-
-
 class Media(ABC):
     """One upload, read from its header at once: size, kind and limits (faces/media/limits.py) before any
     pixel is decoded; its frames decoded on demand, the same frames with the same times on every pass."""
 
     kind: MediaKind
+    data: bytes  # the upload's bytes
     extension: str  # of its rendered files
     width: int
     height: int
@@ -65,24 +56,10 @@ class Media(ABC):
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         """(time in seconds from the first frame, BGR pixels) of every frame, in order."""
 
-    @property
     @abstractmethod
-    def detection_key(self) -> np.ndarray:
-        """What a retry's remembered detection is keyed by (faces/detection_memory.py)."""
-
-    @abstractmethod
-    def detect(self, engine: FaceEngine, between: Checkpoint) -> list[Detection]:
-        """Every face found; `between` is called between steps (it may raise to stop the detection)."""
-
-    @abstractmethod
-    def painters(self, planned: list, faces: list, regions: list) -> list[Painter]:
-        """One painter per planned file (faces/rendering/files.py): the stored `faces` it blurs, and the
-        blur regions (pixel boxes)."""
-
-    @abstractmethod
-    def render(self, painters: list[Painter], between_frames: Checkpoint = never_stop) -> Iterable[RenderedFile]:
-        """One file per painter, each from every frame with that painter's blur; `between_frames` is
-        called before each frame (it may raise to stop the render)."""
+    def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> Iterable[RenderedFile]:
+        """One file per painter, each from every frame with that painter's blur; `checkpoint` is called
+        before each frame (it may raise to stop the render)."""
 
 
 def poster(frame: np.ndarray) -> bytes:

@@ -29,13 +29,12 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from faces.engines import FaceEngine
+from faces.checkpoint import Checkpoint, never_stop
 from faces.media import limits
 from faces.media.attachments import ORIENTATION_TAG, attachments
+from faces.media.codec import encode_jpeg
 from faces.media.kinds import MediaKind, image_header, is_multi_frame, video_container
-from faces.media.media import Checkpoint, Detection, Media, Painter, RenderedFile, never_stop, poster
-from faces.rendering.codec import encode_jpeg
-from faces.rendering.painters import BlurPainter
+from faces.media.media import Media, Painter, RenderedFile, poster
 
 # Formats decoded through Pillow (pillow-heif and Pillow's AVIF plugin); OpenCV decodes the rest.
 PILLOW_FORMATS = {"HEIF", "AVIF"}
@@ -68,7 +67,7 @@ class Still(Media):
             self.format = header.format
             self.orientation = _orientation(header)
         limits.check_still(stored_width, stored_height)
-        self._data = data
+        self.data = data
         self._stored_size = (stored_height, stored_width)
         sideways = self.orientation in TURNED_SIDEWAYS
         self.width, self.height = (stored_height, stored_width) if sideways else (stored_width, stored_height)
@@ -79,7 +78,7 @@ class Still(Media):
     @cached_property
     def image(self) -> np.ndarray:
         """BGR uint8, as a viewer sees it: upright, transparency on white, the primary picture."""
-        pixels = _decoded(self._data, self.format)
+        pixels = _decoded(self.data, self.format)
         if pixels is None or pixels.shape[:2] != self._stored_size:
             height, width = self._stored_size
             raise limits.UndecodableImage(f"the {width}x{height} image header promises pixels that do not decode")
@@ -105,21 +104,10 @@ class Still(Media):
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         yield 0.0, self.image
 
-    @property
-    def detection_key(self) -> np.ndarray:
-        return self.image
-
-    def detect(self, engine: FaceEngine, between: Checkpoint) -> list[Detection]:
-        """The whole picture searched at once; `between` runs between the detector's tiles (48 MP take 9 s)."""
-        return [(None, None, face) for face in engine.analyze(self.image, between=between)]
-
-    def painters(self, planned: list, faces: list, regions: list) -> list[Painter]:
-        return [BlurPainter.of_still(file, regions, self.width, self.height) for file in planned]
-
-    def render(self, painters: list[Painter], between_frames: Checkpoint = never_stop) -> Iterator[RenderedFile]:
+    def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> Iterator[RenderedFile]:
         """A JPEG and its thumbnail per painter, each rendered when the one before is taken: its upload
         overlaps the next render (faces/rendering/files.py). One frame: the checkpoint before the uploads
-        (publish_files) is the render's."""
+        (upload_files) is the render's."""
         for painter in painters:
             out = self.image.copy()
             painter(0.0, out)

@@ -22,10 +22,11 @@ import av
 import cv2
 import numpy as np
 
+from faces.checkpoint import Checkpoint, never_stop
 from faces.media import limits
 from faces.media.clip import Clip
 from faces.media.kinds import MediaKind
-from faces.media.media import Checkpoint, Painter, RenderedFile, never_stop, poster
+from faces.media.media import Painter, RenderedFile, poster
 
 # x264: "veryfast" is the speed the 4x-real-time goal allows on two cores (bench/media.py);
 # CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
@@ -44,7 +45,7 @@ class Video(Clip):
     every_frame = False
 
     def __init__(self, data: bytes):
-        self._data = data
+        self.data = data
         with self._open() as container:
             stream = container.streams.video[0]
             width, height = stream.codec_context.width, stream.codec_context.height
@@ -89,6 +90,10 @@ class Video(Clip):
             stamped = self._seconds(frame.pts) if frame.pts is not None else None
             time = stamped if stamped is not None and stamped > time + 1e-9 else time + self._frame_s
             yield frame, time
+        if time >= 0:
+            # A whole pass: the clip lasts until one frame past its last frame, on the clock its frames' times
+            # (the faces' frame_time, the output's timestamps) come from; until then, the packets' estimate.
+            self.duration_ms = round((time + self._frame_s) * 1000)
 
     def _first_frame(self) -> av.VideoFrame:
         with self._open() as container:
@@ -108,17 +113,17 @@ class Video(Clip):
         """Whether a frame no output blurs can go to the encoders as decoded: upright, even-sided, full size."""
         return self._as_decoded and (frame.width, frame.height) == self._size
 
-    def render(self, painters: list[Painter], between_frames: Checkpoint = never_stop) -> list[RenderedFile]:
+    def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> list[RenderedFile]:
         at_once = max(1, ENCODED_PIXELS_AT_ONCE // (self.width * self.height))
         with tempfile.TemporaryDirectory(prefix="momentlens-video-") as folder:
             paths = [Path(folder) / f"out{index}.mp4" for index in range(len(painters))]
             posters = []
             for first in range(0, len(painters), at_once):
                 chunk = slice(first, first + at_once)
-                posters += self._encode(painters[chunk], paths[chunk], between_frames)
+                posters += self._encode(painters[chunk], paths[chunk], checkpoint)
             return [RenderedFile(path.read_bytes(), poster) for path, poster in zip(paths, posters, strict=True)]
 
-    def _encode(self, painters: list[Painter], paths: list[Path], between_frames: Checkpoint) -> list[bytes]:
+    def _encode(self, painters: list[Painter], paths: list[Path], checkpoint: Checkpoint) -> list[bytes]:
         with self._open() as source:
             video_in = source.streams.video[0]
             audio_in = source.streams.audio[0] if source.streams.audio else None
@@ -127,7 +132,7 @@ class Video(Clip):
             try:
                 frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
                 for frame, time in self._timed(frames):
-                    between_frames()
+                    checkpoint()
                     pixels, pts = None, self._pts(frame, time)
                     for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
                         if self._as_it_is(frame) and posters[index] and not painter.touches(time):
@@ -149,7 +154,7 @@ class Video(Clip):
 
     def _open(self):
         try:
-            container = av.open(io.BytesIO(self._data), mode="r")
+            container = av.open(io.BytesIO(self.data), mode="r")
         except av.FFmpegError as error:
             raise limits.UndecodableMedia(f"not a video FFmpeg can read: {error}") from None
         if not container.streams.video:

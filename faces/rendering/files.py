@@ -1,33 +1,40 @@
 """A photo's derived files: N DNP subjects in it give N+1 files and N+1 thumbnails.
 
 Every render bumps `variant_version` and puts it in every key, so no object a row
-points at is ever overwritten. Keys go onto the rows once every file is uploaded;
-`processed_at` is written last and publishes the row. All of it commits with the
-message's delete; the objects the rows stopped pointing at are deleted after the
-commit (faces/rendering/sweep.py).
+points at is ever overwritten. Keys go onto the rows once every file is uploaded, and
+the photo row is written once, last, publishing it (faces/publication.py). All of it
+commits with the message's delete; the objects the rows stopped pointing at are
+deleted after the commit (faces/rendering/sweep.py).
 """
 
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
+from functools import cache
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.utils import timezone
 
-from faces.matching import PhotoMatch
-from faces.media.kinds import MediaKind
-from faces.media.media import Checkpoint, Media, never_stop
+from faces.checkpoint import Checkpoint, never_stop
+from faces.matching import PhotoMatch, match_of
+from faces.media.media import Media
 from faces.models import Face, Photo, PhotoVariant
+from faces.publication import publish
 from faces.rendering import keys
 from faces.rendering.blur import region_box
+from faces.rendering.painters import painters_of
 
 # Uploads are network waits, not CPU: they overlap the next file's render and encode
-# (OpenCV releases the GIL). The pool lives as long as the process so that each
-# thread keeps its S3 connection (django-storages holds one per thread).
+# (OpenCV releases the GIL).
 UPLOAD_THREADS = 4
-_uploads = ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="upload")
+
+
+@cache
+def upload_pool() -> ThreadPoolExecutor:
+    """Started by the first render, then kept as long as the process, so that each thread keeps its S3
+    connection (django-storages holds one per thread); a process that never renders starts no thread."""
+    return ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="upload")
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,15 @@ def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) 
     ]
 
 
+def faces_blurred_in(photo: Photo, viewer: uuid.UUID | None = None) -> list[Face]:
+    """Which of the photo's stored faces the file `viewer` sees blurs (None: the public file, which a member
+    without a file of their own sees too), matched now and planned as a render plans: what the demo report and
+    the chaos checks hold the published files to."""
+    size = (photo.width, photo.height) if photo.width and photo.height else None
+    files = {file.viewer: file.faces for file in plan_files(photo, match_of(photo, size), always=True)}
+    return files.get(viewer, files[None])
+
+
 def render_plan(photo: Photo, planned: list[PlannedFile]) -> dict:
     """What a render's files blur, as photos.render_plan keeps it: the blur regions, and the ids of the
     faces each file blurs ("public", or a DNP member's user id). Faces never move once stored, so two
@@ -68,25 +84,29 @@ def plan_of(photo: Photo, match: PhotoMatch | None) -> dict:
 
 
 def render_and_publish(
-    photo: Photo, media: Media, match: PhotoMatch | None, between_frames: Checkpoint = never_stop
+    photo: Photo, media: Media, match: PhotoMatch | None, checkpoint: Checkpoint = never_stop
 ) -> int:
     """Render the upload's files (faces/media/), upload them and point the rows at the new version; returns
-    how many were written. `between_frames` is the try's checkpoint (jobqueue/context.py).
+    how many were written. `checkpoint` is the try's (jobqueue/context.py).
 
     With nothing to blur the public keys are the upload's, but only when its bytes are exactly the picture
     the worker saw (Still.published_as_is; a clip's never are); else the public file is rendered.
     """
     width, height = media.width, media.height
     planned = plan_files(photo, match, always=not media.published_as_is)
-    token = start_version(photo, width, height, media.kind, media.duration_ms)
+    token = next_version(photo)
     regions = [region_box(region, width, height) for region in photo.blur_regions]
-    painters = media.painters(planned, match.faces if match else [], regions)
-    rendered = media.render(painters, between_frames)
+    painters = painters_of([file.faces for file in planned], match.faces if match else [], regions, width, height)
+    rendered = media.render(painters, checkpoint)
     encoded = ((file.data, file.poster) for file in rendered)
-    return publish_files(photo, planned, encoded, media.extension, token, between_frames)
+    files = upload_files(photo, planned, encoded, media.extension, token, checkpoint)
+    # Read once every frame went by: a video's duration is the clock its frames' times come from.
+    photo.width, photo.height, photo.media_type, photo.duration_ms = width, height, media.kind, media.duration_ms
+    publish(photo)
+    return files
 
 
-def publish_files(
+def upload_files(
     photo: Photo,
     planned: list[PlannedFile],
     encoded: Iterable[tuple[bytes, bytes]],
@@ -95,9 +115,10 @@ def publish_files(
     checkpoint: Checkpoint,
 ) -> int:
     """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`) under this try's folder
-    (`token`, from start_version), then point the rows at them and publish. The uploads run in the pool
-    while the next file is encoded. A try whose session the server closed writes nothing (`checkpoint`,
-    jobqueue/context.py): another reader may be on its message; one that writes anyway writes its own keys."""
+    (`token`, from next_version), then point the rows at them, in memory for the photo row (`publish` writes
+    it). The uploads run in the pool while the next file is encoded. A try whose session the server closed
+    writes nothing (`checkpoint`, jobqueue/context.py): another reader may be on its message; one that writes
+    anyway writes its own keys."""
     checkpoint()
     pairs = zip(planned, encoded, strict=True)
     uploaded = [_upload(photo, file.viewer, data, thumb, ext, token) for file, (data, thumb) in pairs]
@@ -108,29 +129,18 @@ def publish_files(
         _point_public_at_upload(photo)
     _drop_stale_variants(photo, [file.viewer for file in planned if file.viewer is not None])
     photo.render_plan = render_plan(photo, planned)
-    photo.save(update_fields=["render_plan"])
-    publish(photo)
     return len(planned)
 
 
-def start_version(photo: Photo, width: int, height: int, media_type: MediaKind, duration_ms: int | None) -> str:
-    """Bump the version this render commits; returns the try's token for its keys (faces/rendering/keys.py)."""
+def next_version(photo: Photo) -> str:
+    """The version this render commits, on the row in memory (saved when it publishes); returns the try's
+    token for its keys (faces/rendering/keys.py)."""
     photo.variant_version += 1
-    photo.width, photo.height = width, height
-    photo.media_type, photo.duration_ms = media_type, duration_ms
-    photo.save(update_fields=["variant_version", "width", "height", "media_type", "duration_ms"])
     return keys.try_token()
-
-
-def publish(photo: Photo) -> None:
-    """The last write of a job, once every file and thumbnail is in storage: it publishes the row."""
-    photo.processed_at = timezone.now()
-    photo.save(update_fields=["processed_at"])
 
 
 def _point_public_at_upload(photo: Photo) -> None:
     photo.public_key, photo.public_thumb_key = photo.upload_key, photo.upload_thumb_key
-    photo.save(update_fields=["public_key", "public_thumb_key"])
 
 
 def _drop_stale_variants(photo: Photo, viewers: list[uuid.UUID]) -> None:
@@ -146,7 +156,7 @@ def _upload(
         key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version, token, ext)
     else:
         key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, token, viewer, ext)
-    return key, thumb_key, [_uploads.submit(put, key, data), _uploads.submit(put, thumb_key, thumb)]
+    return key, thumb_key, [upload_pool().submit(put, key, data), upload_pool().submit(put, thumb_key, thumb)]
 
 
 def _wait_for_all(uploaded: list) -> None:
@@ -161,7 +171,6 @@ def _wait_for_all(uploaded: list) -> None:
 def _point_at(photo: Photo, viewer: uuid.UUID | None, key: str, thumb_key: str) -> None:
     if viewer is None:
         photo.public_key, photo.public_thumb_key = key, thumb_key
-        photo.save(update_fields=["public_key", "public_thumb_key"])
     else:
         PhotoVariant.objects.update_or_create(
             photo=photo,

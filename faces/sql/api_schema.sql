@@ -1,4 +1,4 @@
--- The mirror of the tables the Express API owns (SPEC §2; docs/ARCHITECTURE.md §2).
+-- The mirror of the tables the Express API owns (docs/ARCHITECTURE.md §2).
 -- The worker never migrates these: dev and tests load this file into the
 -- embedded PostgreSQL, and the Django models read them with managed = False.
 -- Requires the pgvector extension.

@@ -1,6 +1,6 @@
 -- The columns the worker writes beyond the API's first schema (docs/ARCHITECTURE.md §2): the media
--- columns (§11), the blur a photo's files were rendered with (§5, "Re-render only what changes") and how
--- well the recogniser saw each face (§6, "The blur decision").
+-- columns (§11), the blur a photo's files were rendered with (§5, "Hide first") and how
+-- well the recogniser saw each face (§6, "Matching and the blur decision").
 -- For a database made from the mirror before they were in it: the API's own migration adds the same.
 -- Idempotent.
 ALTER TABLE photos ADD COLUMN IF NOT EXISTS media_type text

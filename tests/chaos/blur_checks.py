@@ -10,8 +10,9 @@ from momentlens.devservices.pixels import difference, face_core
 from tests.chaos.edge_cuts import CUT_MIN_VISIBLE, EdgeCut, face_box
 from tests.chaos.published import published_files, published_photos
 from tests.chaos.scenes import Box, decode_media, frame_at
-from tests.chaos.storage import read_bytes, read_image
+from tests.chaos.storage import read_image
 from tests.chaos.uploads import MediaUpload
+from tests.support.stored_files import read_bytes
 
 # A blurred face differs from the upload by far more than JPEG noise does.
 BLURRED = 10.0
@@ -28,7 +29,7 @@ def unblurred_stills(chaos) -> int:
     """Every face the blur decision marks, in every published still's file, differs strongly from the upload as
     a viewer sees it (its orientation applied). A file of another shape than that (a sideways render) counts as
     one violation at least. (A multi-frame upload's files: unblurred_clips.)"""
-    from faces.matching import faces_to_blur
+    from faces.rendering.files import faces_blurred_in
 
     violations = 0
     for photo in published_photos():
@@ -36,7 +37,7 @@ def unblurred_stills(chaos) -> int:
             continue
         upload = read_image(photo.upload_key)
         for viewer, key in published_files(photo):
-            violations += unblurred_still_faces(chaos.report.notes, photo, upload, key, faces_to_blur(photo, viewer))
+            violations += unblurred_still_faces(chaos.report.notes, photo, upload, key, faces_blurred_in(photo, viewer))
     return violations
 
 
@@ -122,7 +123,7 @@ def unblurred_clips(chaos) -> int:
 def faces_to_check(clip: ClipFile, photo, tally: ClipTally) -> list[tuple[int, Box, str]]:
     """(frame, box, what) of each face the file must hide: the seed's DNP faces but the viewer's own (whose
     change goes to tally.own), then each face row the blur decision marks that no seed face already covers."""
-    from faces.matching import faces_to_blur
+    from faces.rendering.files import faces_blurred_in
 
     to_check = []
     for frame, shown in enumerate(clip.upload.dnp):
@@ -132,7 +133,7 @@ def faces_to_check(clip: ClipFile, photo, tally: ClipTally) -> list[tuple[int, B
             elif frame < len(clip.rendered):
                 tally.own.append(clip.change(frame, box))
     height, width = clip.source[0].shape[:2]
-    for face in faces_to_blur(photo, clip.viewer):
+    for face in faces_blurred_in(photo, clip.viewer):
         frame, box = frame_at(clip.times, face.frame_time), face_box(face, width, height)
         if not any(f == frame and iou(box, b) >= 0.3 for f, b, _ in to_check):
             to_check.append((frame, box, f"face row track {face.track} (marked)"))
@@ -211,10 +212,10 @@ def edge_cut_kept(cut: EdgeCut, rendered: np.ndarray, upload: np.ndarray) -> boo
 
 def edge_cut_missed(cut: EdgeCut, photo, seen: Counter) -> list[str]:
     """Why the public file's blur decision left the cut face out, if it did: not detected, or not marked."""
-    from faces.matching import faces_to_blur
+    from faces.rendering.files import faces_blurred_in
 
     face = cut.stored_face(list(photo.faces.all()))
-    if face is not None and face.id in {marked.id for marked in faces_to_blur(photo, None)}:
+    if face is not None and face.id in {marked.id for marked in faces_blurred_in(photo, None)}:
         return []
     seen["not detected" if face is None else "detected, not marked"] += 1
     similarity = "" if face is None or face.similarity is None else f", similarity {face.similarity:.3f}"

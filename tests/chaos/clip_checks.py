@@ -3,9 +3,10 @@
 from collections import Counter, defaultdict
 
 from tests.chaos.scenes import decode_media
-from tests.chaos.storage import MEDIA_EXTENSIONS, Snapshot, exposed_media, read_bytes
+from tests.chaos.storage import MEDIA_EXTENSIONS, Snapshot, exposed_media
 from tests.chaos.uploads import MediaUpload
 from tests.chaos.worker_logs import ended
+from tests.support.stored_files import photo_files, read_bytes
 
 
 def media_published_as_itself(chaos, snapshot: Snapshot) -> int:
@@ -22,7 +23,7 @@ def media_published_as_itself(chaos, snapshot: Snapshot) -> int:
     checked = 0
     for photo in Photo.objects.published().filter(id__in=list(seeded.media_photos)):
         upload = seeded.media_photos[str(photo.id)]
-        files = [(photo.public_key, photo.public_thumb_key)] + [(v.key, v.thumb_key) for v in photo.variants.all()]
+        files = [(key, thumb) for _, key, thumb in photo_files(photo)]
         exposed[str(photo.id)] |= clip_row_problems(photo, upload)
         for key, thumb in files:
             exposed[str(photo.id)] |= clip_file_problems(photo, upload, key, thumb)

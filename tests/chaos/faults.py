@@ -13,6 +13,7 @@ from tests.chaos.state import Abandoned, Chaos
 from tests.chaos.sweeps import sweep_until
 from tests.chaos.worker_logs import Try
 from tests.chaos.workers import WorkerProcess
+from tests.support.waiting import poll
 
 # Jobs that run long enough (detection, rendering) for a kill to land mid-job rather than at its end.
 LONG_JOBS = ("face_process", "reprocess")
@@ -97,11 +98,13 @@ def choose_victim(chaos: Chaos) -> tuple[WorkerProcess, dict[str, int]]:
     readers = chaos.fleet.readers
     if len(readers) == 1:
         return readers[0], {name: msg_id for name, msg_id, _ in busy_readers(chaos)}
-    waited_until = time.monotonic() + 3.0
-    running = busy_readers(chaos)
-    while not any(job in LONG_JOBS for _, _, job in running) and time.monotonic() < waited_until:
-        time.sleep(0.05)
-        running = busy_readers(chaos)
+    running = []
+
+    def a_long_job_runs() -> bool:
+        running[:] = busy_readers(chaos)
+        return any(job in LONG_JOBS for _, _, job in running)
+
+    poll(a_long_job_runs, timeout=3.0)
     long_jobs = [name for name, _, job in running if job in LONG_JOBS]
     names = sorted(long_jobs) or sorted(name for name, _, _ in running) or sorted(r.name for r in readers)
     chosen = chaos.faults.kill_rng.choice(names)

@@ -2,6 +2,8 @@
 
 import uuid
 
+from tests.support.stored_files import photo_files
+
 
 def published_photos() -> list:
     from faces.models import Photo
@@ -11,11 +13,10 @@ def published_photos() -> list:
 
 def published_files(photo) -> list[tuple[uuid.UUID | None, str]]:
     """(viewer, key) of a published photo's public file (viewer None) and each member's own file."""
-    return [(None, photo.public_key)] + [(v.user_id, v.key) for v in photo.variants.all()]
+    return [(viewer, key) for viewer, key, _ in photo_files(photo)]
 
 
 def still_files(photo) -> list[tuple[uuid.UUID | None, str]]:
     """(viewer, key) of every file of a published still, thumbnails included; not the API's own thumbnail."""
-    files = [(None, photo.public_key), (None, photo.public_thumb_key)]
-    files += [(v.user_id, key) for v in photo.variants.all() for key in (v.key, v.thumb_key)]
+    files = [(viewer, key) for viewer, file, thumb in photo_files(photo) for key in (file, thumb)]
     return [(viewer, key) for viewer, key in files if key != photo.upload_thumb_key]

@@ -8,8 +8,8 @@ from fractions import Fraction
 import cv2
 import numpy as np
 
-from tests.media_clips import read_animation
-from tests.video_samples import encode
+from tests.support.media_clips import read_animation
+from tests.support.video_samples import encode
 
 MEDIA_SIDE = 360  # every clip of the seed is at most 640x360: small, so the run stays fast
 Box = tuple[float, float, float, float]  # x1, y1, x2, y2 in pixels

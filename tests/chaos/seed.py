@@ -65,46 +65,34 @@ class Seeding:
     messages: list = field(default_factory=list)
     dnp_faces: dict = field(default_factory=dict)
 
-    def save(self, key: str, data: bytes) -> str:
-        from django.core.files.base import ContentFile
-        from django.core.files.storage import default_storage
-
-        default_storage.save(key, ContentFile(data))
+    def remember(self, key: str, data: bytes) -> None:
+        """An upload's digest: the invariants hold it to these bytes at the end."""
         self.seeded.upload_hashes[key] = hashlib.sha256(data).hexdigest()
-        return key
 
     def photo(self, event, data: bytes | None, regions=()):
         """A photo row and its upload (none when `data` is None), as the API leaves them."""
-        from faces.models import Photo
+        from tests.support import factories
 
-        photo_id = uuid.uuid4()
-        key, thumb = f"events/{event.id}/uploads/{photo_id}.jpg", f"events/{event.id}/uploads/{photo_id}_thumb.jpg"
-        if data is not None:
-            self.save(key, data)
-            self.save(thumb, b"the API's thumbnail")
-        return Photo.objects.create(
-            id=photo_id,
-            event=event,
-            uploader_id=uuid.uuid4(),
-            upload_key=key,
-            upload_thumb_key=thumb,
-            blur_regions=list(regions),
-        )
+        if data is None:
+            return factories.photo_row(event, blur_regions=list(regions))
+        photo = factories.photo(event, data=data, blur_regions=list(regions))
+        self.remember(photo.upload_key, data)
+        self.remember(photo.upload_thumb_key, factories.API_THUMBNAIL)
+        return photo
 
     def job(self, job: str, photo) -> None:
         self.messages.append({"job": job, "photo_id": str(photo.id)})
 
     def reference(self, user: uuid.UUID, face_index: int) -> str:
         """A ready-to-process reference of t1's face `face_index` for `user`; its job is queued."""
-        from faces.models import SubjectReference
         from momentlens.devservices import samples
+        from tests.support import factories
 
-        reference_id = uuid.uuid4()
-        portrait = samples.derived_portrait(self.group, self.group_faces[face_index].box)
-        key = self.save(f"users/{user}/references/{reference_id}.jpg", samples.encode_jpeg(portrait))
-        SubjectReference.objects.create(id=reference_id, user_id=user, upload_key=key)
-        self.messages.append({"job": "reference_process", "reference_id": str(reference_id)})
-        return str(reference_id)
+        data = samples.encode_jpeg(samples.derived_portrait(self.group, self.group_faces[face_index].box))
+        reference = factories.reference(user, data=data)
+        self.remember(reference.upload_key, data)
+        self.messages.append({"job": "reference_process", "reference_id": str(reference.id)})
+        return str(reference.id)
 
 
 def seed(services: Services, rng: random.Random, events: int, photos_per_event: int) -> Seeded:
@@ -134,17 +122,16 @@ def seed(services: Services, rng: random.Random, events: int, photos_per_event: 
 def seed_event(seeding: Seeding, number: int, photos: int) -> list:
     """An event with two ordinary members, two DNP members with references (none in event 0: thumbnail_dims
     publishes without a face pass there), and its photos."""
-    from faces.models import Event, EventMember
+    from tests.support import factories
 
-    event = Event.objects.create(name=f"chaos event {number}")
+    event = factories.event(f"chaos event {number}")
     seeding.dnp_faces[event.id] = {}
     for _ in range(2):
-        EventMember.objects.create(event=event, user_id=uuid.uuid4())
+        factories.member(event)
     if number > 0:
         for face_index in seeding.rng.sample(range(len(seeding.group_faces)), 2):
-            user = uuid.uuid4()
+            user = factories.member(event, dnp=True)
             seeding.dnp_faces[event.id][face_index] = user
-            EventMember.objects.create(event=event, user_id=user, do_not_publish=True)
             seeding.reference(user, face_index)
     return [seed_event_photo(seeding, event, number, index) for index in range(photos)]
 
@@ -184,12 +171,11 @@ def sample_pictures(group: np.ndarray) -> list[np.ndarray]:
 def seed_late_dnp_member(seeding: Seeding, event) -> None:
     """A member who is no DNP member yet, with a reference of a t1 face no DNP member has: the t1 photos of the
     event show them. Turned on halfway through the faults (faults.change_dnp)."""
-    from faces.models import EventMember
+    from tests.support import factories
 
     dnp = seeding.dnp_faces[event.id]
     face = next(index for index in range(len(seeding.group_faces)) if index not in dnp)
-    user = uuid.uuid4()
-    EventMember.objects.create(event=event, user_id=user)
+    user = factories.member(event)
     seeding.seeded.dnp_change = DnpChange(str(event.id), user, seeding.reference(user, face))
 
 

@@ -3,13 +3,13 @@
 import numpy as np
 
 from tests.chaos.published import published_photos, still_files
-from tests.chaos.storage import read_bytes
+from tests.support.stored_files import read_bytes
 
 
 def extra_pictures(chaos) -> int:
     """Every published still's file holds one picture, and nothing else a downloader could find in its bytes
-    (tests/published_pictures.py: thumbnails, previews, trailers, base64 images, transparency)."""
-    from tests.published_pictures import pictures_in
+    (tests/support/published_pictures.py: thumbnails, previews, trailers, base64 images, transparency)."""
+    from tests.support.published_pictures import pictures_in
 
     violations, checked = 0, 0
     for photo in published_photos():
@@ -29,8 +29,8 @@ def extra_pictures(chaos) -> int:
 def hidden_dnp_faces(chaos) -> int:
     """Each seeded still with more than one plain picture (or a turned one): every picture that any of its
     published files shows or carries, run through the engine, shows no DNP member of its event
-    (tests.published_pictures.SHOWS_THE_MEMBER), but their own face in their own file."""
-    from tests.published_pictures import dnp_faces_in
+    (tests.support.published_pictures.SHOWS_THE_MEMBER), but their own face in their own file."""
+    from tests.support.published_pictures import dnp_faces_in
 
     rendered_stills, violations, files = chaos.seeded.rendered_stills, 0, 0
     for photo in (photo for photo in published_photos() if str(photo.id) in rendered_stills):

@@ -7,6 +7,7 @@ import numpy as np
 
 from tests.chaos.services import BUCKET, Services
 from tests.chaos.uploads import MediaUpload
+from tests.support.stored_files import read_bytes
 
 # The file a multi-frame upload is rendered into, by photos.media_type: never the upload's own kind or key.
 MEDIA_EXTENSIONS = {"animated": "webp", "video": "mp4"}
@@ -157,15 +158,8 @@ def object_exists(client, key: str) -> bool:
         raise
 
 
-def read_bytes(key: str) -> bytes:
-    from django.core.files.storage import default_storage
-
-    with default_storage.open(key, "rb") as handle:
-        return handle.read()
-
-
 def read_image(key: str) -> np.ndarray:
     """The file as a viewer sees it: its orientation applied, transparency over white."""
-    from tests.published_pictures import shown
+    from tests.support.published_pictures import shown
 
     return shown(read_bytes(key))

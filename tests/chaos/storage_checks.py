@@ -109,13 +109,13 @@ def changing_ends(lines: list[dict]) -> list[dict]:
 def expected_files_present(chaos, photo) -> bool:
     """N DNP subjects matched → N+1 files and thumbnails under the current version; none when nothing is blurred,
     unless the upload is an animation or a video (it is never published as itself: its N+1 files always)."""
-    from faces.matching import faces_to_blur
     from faces.models import EventMember
+    from faces.rendering.files import faces_blurred_in
     from faces.rendering.keys import photo_prefix
 
     dnp = set(EventMember.objects.dnp().filter(event_id=photo.event_id).values_list("user_id", flat=True))
     own = {face.matched_user_id for face in photo.faces.all() if face.matched_user_id in dnp}
-    needs_files = bool(photo.blur_regions) or bool(faces_to_blur(photo, None))
+    needs_files = bool(photo.blur_regions) or bool(faces_blurred_in(photo, None))
     # The committed try's folder (v{version}.{try}/); any try's folder of the version when nothing was rendered.
     rendered = photo.public_key != photo.upload_key
     version_folders = f"{photo_prefix(photo.event_id, photo.id)}v{photo.variant_version}."

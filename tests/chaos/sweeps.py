@@ -6,6 +6,7 @@ import time
 from jobqueue.logfmt import parse
 from tests.chaos.queue import event_in_flight, worker_holds_a_photo
 from tests.chaos.state import Chaos, SweepRun
+from tests.support.waiting import poll
 
 
 def sweep_until(chaos: Chaos, until: float) -> None:
@@ -27,11 +28,7 @@ def start_sweep(chaos: Chaos) -> SweepRun:
     milliseconds per photo, so it seldom meets the one photo a job holds.
     """
     services, sweeps = chaos.services, chaos.faults.sweeps
-    waited_until = time.monotonic() + 5.0
-    mid_job = worker_holds_a_photo(services)
-    while not mid_job and time.monotonic() < waited_until:
-        time.sleep(0.05)
-        mid_job = worker_holds_a_photo(services)
+    mid_job = poll(lambda: worker_holds_a_photo(services), timeout=5.0)
     event = event_in_flight(services) if len(sweeps) % 2 else None
     log = services.folder / f"sweep-{len(sweeps) + 1}.log"
     process = services.manage(log, "sweep_orphans", *(["--event", event] if event else []))

@@ -38,7 +38,7 @@ def media_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dn
     MP4 (OpenCV's MPEG-4 part 2, 10 fps; PyAV's H.264, 30 fps), WebM and MOV, each at most 640x360. Some show a
     DNP member's face only after a faceless frame 0: two animations, and a 30 fps video in which one walks in
     between two detections (every 0.2 s), walks off and comes back elsewhere, while another DNP member stands."""
-    from tests.media_samples import animation, video
+    from tests.support.media_samples import animation, video
 
     crowd, alone, walking, uhd = clip_scenes(group, group_faces, dnp)
     variable_times = variable_rate_times(len(walking.frames))
@@ -92,12 +92,12 @@ def seed_truth(name: str, kind: str, scene: Scene, data: bytes, dnp: dict[int, u
 
 def still_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dnp: dict[int, uuid.UUID]) -> list:
     """(name, bytes, job, event) of each still whose bytes hold more than the one picture shown, or show it
-    turned (tests/still_samples.py). Those with a picture hidden in the bytes show a guest who is no DNP
+    turned (tests/support/still_samples.py). Those with a picture hidden in the bytes show a guest who is no DNP
     member and hide t1 (or a DNP member's portrait) elsewhere: an MP4 after the end, an Exif thumbnail, XMP's
     GImage:Data, a JPEG after the end, an MPO picture behind an Ultra HDR marker or not. The others show t1
     with an Exif or irot orientation, in a PNG's alpha channel, or turned in the picture itself."""
-    from tests import still_samples as made
-    from tests.media_samples import video
+    from tests.support import still_samples as made
+    from tests.support.media_samples import video
 
     plain_guest = next((i for i in range(len(group_faces)) if i not in dnp), 0)
     shown = np.ascontiguousarray(guest(group, group_faces[plain_guest].box, scale=1.0)[0])

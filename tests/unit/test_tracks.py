@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from faces.matching import Candidates, FaceView, PhotoMatch
-from faces.media.tracks import DETECT_INTERVAL_S, MAX_GAP_S, TRACK_PAD_S, Look, link, scheduled, tracks_of
 from faces.quality import FaceQuality
 from faces.thresholds import Thresholds
+from faces.tracks import DETECT_INTERVAL_S, MAX_GAP_S, TRACK_PAD_S, Look, link, scheduled, tracks_of
 
 FPS30 = [i / 30 for i in range(90)]  # 3 s at 30 fps
 
@@ -114,6 +114,39 @@ def test_a_face_missed_once_keeps_its_track_and_one_gone_long_starts_a_new_one()
 
 def test_a_face_that_jumps_across_the_frame_is_not_the_same_track():
     assert len(set(link([(0.0, box(0.05)), (0.2, box(0.85))]))) == 2
+
+
+def test_a_jump_no_face_makes_in_one_frame_starts_a_new_track():
+    """Five face widths in a thirtieth of a second (an unseen cut, or another guest in turn): never one face,
+    though the same distance between two looks 0.2 s apart is a walk the link allows."""
+    assert len(set(link([(0.0, box(0.05)), (1 / 30, box(0.55))]))) == 2
+    assert len(set(link([(0.0, box(0.05)), (0.2, box(0.45))]))) == 1
+
+
+def unit(vector: np.ndarray) -> np.ndarray:
+    return vector / np.linalg.norm(vector)
+
+
+def test_two_clearly_seen_people_are_never_one_track_but_a_poorly_seen_look_keeps_its_track():
+    """Two strangers (similarity about 0) at one place a look apart: by speed they could be one face. Clearly
+    seen both, they are two tracks; when one is poorly seen (a blurred frame: its embedding is no witness),
+    speed decides, as before."""
+    rng = np.random.default_rng(1)
+    first, second = (unit(v) for v in rng.normal(size=(2, 512)))
+    sightings = [(0.0, box(0.30)), (0.2, box(0.32))]
+    assert len(set(link(sightings, embeddings=[first, second], clear=[True, True]))) == 2
+    assert len(set(link(sightings, embeddings=[first, second], clear=[True, False]))) == 1
+    same_again = unit(first + rng.normal(scale=0.03, size=512))
+    assert len(set(link(sightings, embeddings=[first, same_again], clear=[True, True]))) == 1
+
+
+def test_a_track_is_held_to_its_last_clearly_seen_face_across_poorly_seen_ones():
+    """A clear face, then a blurred look, then a clear stranger: the stranger does not join through the blur."""
+    rng = np.random.default_rng(2)
+    first, blurred, stranger = (unit(v) for v in rng.normal(size=(3, 512)))
+    sightings = [(0.0, box(0.30)), (0.2, box(0.31)), (0.4, box(0.32))]
+    tracks = link(sightings, embeddings=[first, blurred, stranger], clear=[True, False, True])
+    assert tracks[0] == tracks[1] != tracks[2]
 
 
 def test_a_track_covers_every_frame_between_its_neighbouring_looks():

@@ -25,7 +25,6 @@ from faces.models import EventMember
 from jobqueue import queries
 from jobqueue.logfmt import fields_of
 
-QUEUE_TABLES = ("pgmq.q_jobs", "pgmq.a_jobs")
 # Top-level storage folders the demo's keys live under (docs/ARCHITECTURE.md §3).
 STORAGE_FOLDERS = ("events", "users")
 REPORT_NAME = "report.html"
@@ -114,7 +113,9 @@ def demo_media_root() -> Path:
 def clean(media_root: Path, out_dir: Path) -> None:
     """Every row of the API's tables, the queue and its archive; the demo's storage folders and report files."""
     tables = [model._meta.db_table for model in apps.get_app_config("faces").get_models()]
-    names = ", ".join([*(connection.ops.quote_name(table) for table in tables), *QUEUE_TABLES])
+    names = ", ".join(
+        [*(connection.ops.quote_name(table) for table in tables), queries.QUEUE_TABLE, queries.ARCHIVE_TABLE]
+    )
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {names} RESTART IDENTITY")
     for folder in STORAGE_FOLDERS:

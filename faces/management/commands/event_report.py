@@ -1,23 +1,16 @@
 """`python manage.py event_report EVENT_ID`: an event's photos by state, DNP members, clusters, archived jobs.
 
-Read-only. The archived-jobs lookup scans the archive (pgmq.a_jobs has no index on
-the message): an ops command, never on the worker's path.
+Read-only. The archived-jobs lookup (jobqueue.api.archived_jobs_naming) scans the
+archive (it has no index on the message): an ops command, never on the worker's path.
 """
 
 from collections import Counter
 
 from django.core.management.base import BaseCommand
-from django.db import connection
 
 from faces.management.ids import row_by_id
 from faces.models import Event
-
-ARCHIVED_FOR_EVENT = """
-    SELECT msg_id, archived_at, read_ct, message->>'job', headers->>'archived_reason', headers->>'error'
-    FROM pgmq.a_jobs
-    WHERE message->>'event_id' = %s OR message->>'photo_id' = ANY(%s)
-    ORDER BY archived_at DESC
-"""
+from jobqueue.api import archived_jobs_naming
 
 
 class Command(BaseCommand):
@@ -48,12 +41,14 @@ class Command(BaseCommand):
         write(f"unknown_clusters={len(clusters)}")
         for cluster in clusters:
             write(f"  cluster {cluster.id} faces={cluster.face_count}")
-        with connection.cursor() as cursor:
-            cursor.execute(ARCHIVED_FOR_EVENT, [str(event.id), [str(p.id) for p in photos]])
-            archived = cursor.fetchall()
+        # Its jobs name the event (reprocess_event) or one of its photos.
+        archived = archived_jobs_naming([str(event.id), *(str(p.id) for p in photos)], ["event_id", "photo_id"])
         write(f"archived_jobs={len(archived)}")
-        for msg_id, at, tries, job, reason, error in archived:
-            write(f"  msg_id={msg_id} at={at:%Y-%m-%dT%H:%M:%SZ} job={job} tries={tries} reason={reason} error={error}")
+        for entry in archived:
+            write(
+                f"  msg_id={entry.msg_id} at={entry.archived_at:%Y-%m-%dT%H:%M:%SZ} job={entry.job} "
+                f"tries={entry.read_ct} reason={entry.reason} error={entry.error}"
+            )
 
 
 def member_references(user_id) -> str:

@@ -4,13 +4,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[1]
+from faces.models import Event
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def send(payload: dict | list | str) -> int:
@@ -67,7 +68,7 @@ def worker_env(embedded_pg, tmp_path, **overrides) -> dict:
 
 def spawn_worker(env: dict, *args: str, log_path: Path) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(ROOT / "tests" / "worker_process.py"), *args],
+        [sys.executable, str(ROOT / "tests" / "support" / "worker_process.py"), *args],
         cwd=ROOT,
         env=env,
         stdout=open(log_path, "ab"),
@@ -86,10 +87,6 @@ def waiting_for_lock(namespace: int) -> bool:
         return cursor.fetchone()[0] > 0
 
 
-def wait_until(condition, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.01)
-    return False
+def done_by(pid: int) -> int:
+    """How many jobs the worker process `pid` finished (the rows test_record and test_fail_then_slow write)."""
+    return Event.objects.filter(name__startswith="done ", name__endswith=f"pid={pid}").count()

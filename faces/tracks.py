@@ -21,6 +21,11 @@ from enum import IntEnum
 
 import numpy as np
 
+from faces.geometry import FractionCorners
+
+# A face seen at a time: (seconds, where).
+Seen = tuple[float, FractionCorners]
+
 DETECT_INTERVAL_S = 0.2
 TRACK_PAD_S = 0.25
 # A face missed by this many seconds of detections in a row still continues its track.
@@ -35,6 +40,15 @@ MAX_GAP_S = 0.6
 LINK_SPEED = 30.0
 SIZE_RATIO = 2.0
 LIKENESS_WEIGHT = 30.0
+# Over the real time between two sightings (however close), no face moves faster than JUMP_SPEED face widths
+# a second: 3 widths from one frame to the next at 30 fps. A faster jump is two people (a cut the watch did not
+# see, or two guests in turn at one place), never one.
+JUMP_SPEED = 100.0
+# Two clearly seen faces (wide, not turned, a strong embedding: faces.thresholds) less alike than this are two
+# people: a track never links them, whatever their speed. A track is compared by its last clearly seen face, so
+# poorly seen sightings between two people do not carry one track from the first to the second
+# (`bench/track_links.py`, docs/MEASUREMENTS.md "One person per track").
+LINK_AGREEMENT = 0.15
 # Past a track's ends the face keeps moving: its box is carried on at the track's last velocity,
 # with MOVING_SLACK face sizes a second for a change of pace, or, seen once only, may have gone
 # LONE_SPEED face sizes a second any way; and it grows by END_GROWTH face sizes on every side.
@@ -42,8 +56,6 @@ MOVING_SLACK = 1.0
 LONE_SPEED = 10.0
 END_GROWTH = 0.25
 PATH_STEP = 0.25
-
-Box = np.ndarray  # (4,) x1, y1, x2, y2, fractions of the frame
 
 
 class Look(IntEnum):
@@ -80,20 +92,25 @@ def scheduled[Frame](
 
 
 def link(
-    sightings: list[tuple[float, Box]],
+    sightings: list[Seen],
     cuts: Iterable[float] = (),
-    searched: dict[float, list[Box]] | None = None,
+    searched: dict[float, list[FractionCorners]] | None = None,
     embeddings: list[np.ndarray] | None = None,
+    clear: list[bool] | None = None,
 ) -> list[int]:
     """A track number for each sighting (time, box), sightings in time order; greedy, cheapest first: the
     face's speed, plus how unlike its track's last sighting it looks (`embeddings`, unit length, one per
     sighting). No track goes on across a cut (the time of a scene's first frame): a new scene's faces are
     new. At a time when only parts of the frame were searched (`searched[time]`: those regions), only a
-    track last seen within one of them may go on there: the others were not looked for, and are not gone."""
+    track last seen within one of them may go on there: the others were not looked for, and are not gone.
+    A clearly seen sighting (`clear`) never joins a track whose last clearly seen face it does not agree with
+    (LINK_AGREEMENT): a track holds one person."""
     cuts, searched = sorted(cuts), searched or {}
     unlike = _unlikeness(embeddings) if embeddings is not None else lambda a, b: 0.0
-    tracks: list[tuple[float, Box]] = []  # per track: its last sighting
+    clear = clear or [False] * len(sightings)
+    tracks: list[Seen] = []  # per track: its last sighting
     last_seen: list[int] = []  # per track: the index of that sighting
+    last_clear: list[int | None] = []  # per track: the index of its last clearly seen sighting
     by_time: dict[float, list[int]] = {}
     for index, (time, _) in enumerate(sightings):
         by_time.setdefault(time, []).append(index)
@@ -110,7 +127,8 @@ def link(
             (speed + LIKENESS_WEIGHT * unlike(last_seen[track], index), index, track)
             for index in indices
             for track in open_tracks
-            if (speed := _link_cost(tracks[track], (time, sightings[index][1]), partial=time in searched)) is not None
+            if _agree(clear[index], last_clear[track], index, unlike)
+            and (speed := _link_cost(tracks[track], (time, sightings[index][1]), partial=time in searched)) is not None
         )
         taken_sightings, taken_tracks = set(), set()
         for _, index, track in pairs:
@@ -124,10 +142,18 @@ def link(
                 result[index] = len(tracks)
                 tracks.append((time, sightings[index][1]))
                 last_seen.append(index)
+                last_clear.append(index if clear[index] else None)
         for index in taken_sightings:
             tracks[result[index]] = (time, sightings[index][1])
             last_seen[result[index]] = index
+            if clear[index]:
+                last_clear[result[index]] = index
     return result
+
+
+def _agree(clear: bool, track_clear: int | None, index: int, unlike: Callable[[int, int], float]) -> bool:
+    """Whether a sighting may join a track by their looks: unless both are clearly seen, always."""
+    return not clear or track_clear is None or 1.0 - unlike(track_clear, index) >= LINK_AGREEMENT
 
 
 def _unlikeness(embeddings: list[np.ndarray]) -> Callable[[int, int], float]:
@@ -135,7 +161,7 @@ def _unlikeness(embeddings: list[np.ndarray]) -> Callable[[int, int], float]:
     return lambda a, b: 1.0 - float(np.dot(embeddings[a], embeddings[b]))
 
 
-def _inside(box: Box, region: Box) -> bool:
+def _inside(box: FractionCorners, region: FractionCorners) -> bool:
     """Whether the box's centre lies within the region."""
     cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
     return region[0] <= cx <= region[2] and region[1] <= cy <= region[3]
@@ -147,7 +173,7 @@ def _cut_between(cuts: list[float], then: float, time: float) -> bool:
     return index < len(cuts) and cuts[index] <= time + 1e-9
 
 
-def _link_cost(last: tuple[float, Box], now: tuple[float, Box], partial: bool = False) -> float | None:
+def _link_cost(last: Seen, now: Seen, partial: bool = False) -> float | None:
     """The face's speed, in face widths a second, if the two sightings can be one face. Between looks the
     time counts as at least one interval; a sighting between looks (`partial`) is held to its real time
     since the last one: a few frames allow a few frames' travel."""
@@ -156,8 +182,10 @@ def _link_cost(last: tuple[float, Box], now: tuple[float, Box], partial: bool = 
     if min(width_a, width_b) <= 0 or max(width_a, width_b) > SIZE_RATIO * min(width_a, width_b):
         return None
     centre_a, centre_b = (a[:2] + a[2:]) / 2, (b[:2] + b[2:]) / 2
-    seconds = max(time - then, 1e-3 if partial else DETECT_INTERVAL_S)
-    speed = float(np.linalg.norm(centre_b - centre_a)) / max(width_a, width_b) / seconds
+    widths = float(np.linalg.norm(centre_b - centre_a)) / max(width_a, width_b)
+    if widths / max(time - then, 1e-3) > JUMP_SPEED:
+        return None
+    speed = widths / max(time - then, 1e-3 if partial else DETECT_INTERVAL_S)
     return speed if speed <= LINK_SPEED else None
 
 
@@ -166,7 +194,7 @@ class Track:
     """One track's sightings, in time order, and how far it reaches before and after them."""
 
     times: list[float]
-    boxes: list[Box]
+    boxes: list[FractionCorners]
 
     @property
     def start(self) -> float:
@@ -176,7 +204,7 @@ class Track:
     def end(self) -> float:
         return self.times[-1] + TRACK_PAD_S
 
-    def boxes_at(self, time: float) -> list[Box]:
+    def boxes_at(self, time: float) -> list[FractionCorners]:
         """Where to blur at `time` (an ellipse in each box): a sighting's box; between two sightings,
         the face's path from one to the other; past an end, where it may have come from or gone."""
         if time < self.start - 1e-6 or time > self.end + 1e-6:
@@ -196,7 +224,7 @@ class Track:
         # one sighting and come back to the other by any way, so both ends reach into the gap.
         return between + self._beyond(after - 1, after - 2, time) + self._beyond(after, after + 1, time)
 
-    def _beyond(self, end: int, inner: int, time: float) -> list[Box]:
+    def _beyond(self, end: int, inner: int, time: float) -> list[FractionCorners]:
         """Before or after the sighting `end` (with `inner` the one next to it inside the track, if
         any): where the face may have come from, or gone."""
         box, seconds = self.boxes[end], abs(time - self.times[end])
@@ -207,15 +235,15 @@ class Track:
         return [_grown(step, END_GROWTH + MOVING_SLACK * seconds) for step in _path(box, carried)]
 
 
-def tracks_of(sightings: list[tuple[int, float, Box]]) -> dict[int, Track]:
+def tracks_of(sightings: list[tuple[int, float, FractionCorners]]) -> dict[int, Track]:
     """Each track, from (track number, time, box) per sighting, reaching TRACK_PAD_S past both ends."""
-    grouped: dict[int, list[tuple[float, Box]]] = {}
+    grouped: dict[int, list[Seen]] = {}
     for number, time, box in sorted(sightings, key=lambda s: (s[0], s[1])):
         grouped.setdefault(number, []).append((time, box))
     return {number: Track([time for time, _ in seen], [box for _, box in seen]) for number, seen in grouped.items()}
 
 
-def _path(a: Box, b: Box) -> list[Box]:
+def _path(a: FractionCorners, b: FractionCorners) -> list[FractionCorners]:
     """Boxes from `a` to `b`, PATH_STEP face widths apart: their ellipses cover every place between
     (one ellipse in the hull of both would leave the ends of a long stride uncovered)."""
     width = min(a[2] - a[0], b[2] - b[0])
@@ -224,7 +252,7 @@ def _path(a: Box, b: Box) -> list[Box]:
     return [a + (b - a) * (step / steps) for step in range(steps + 1)]
 
 
-def _grown(box: Box, sizes: float) -> Box:
+def _grown(box: FractionCorners, sizes: float) -> FractionCorners:
     """`box` grown by `sizes` face sizes on every side."""
     width, height = box[2] - box[0], box[3] - box[1]
     return box + np.array([-width, -height, width, height]) * sizes

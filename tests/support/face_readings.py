@@ -7,7 +7,8 @@ import cv2
 import numpy as np
 
 from momentlens.devservices.pixels import difference
-from tests.media_clips import Box
+from tests.support.media_clips import Box, read_video
+from tests.support.stored_files import read_bytes
 
 BLURRED_DETAIL, BLURRED_CHANGE = 0.4, 15.0
 INTACT_DETAIL, INTACT_CHANGE = 0.5, 10.0
@@ -56,3 +57,15 @@ def read_face(rendered: np.ndarray, upload: np.ndarray, box: Box) -> FaceReading
         change=difference(out, source),
         quarters=tuple(difference(a, b) for a, b in zip(quarters(out), quarters(source), strict=True)),
     )
+
+
+def unblurred_frames(photo, clip) -> list[str]:
+    """Every frame where the clip's script (video_samples.Video) puts the DNP face and the photo's public file
+    does not blur it."""
+    upload, public = read_video(read_bytes(photo.upload_key)), read_video(read_bytes(photo.public_key))
+    assert len(public.frames) == len(upload.frames) == len(clip.dnp)
+    problems = []
+    for index, (box, source, shown) in enumerate(zip(clip.dnp, upload.frames, public.frames, strict=True)):
+        if box is not None and not (reading := read_face(shown, source, box)).blurred:
+            problems.append(f"frame {index}: {reading}")
+    return problems

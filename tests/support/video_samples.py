@@ -9,9 +9,9 @@ import av
 import cv2
 import numpy as np
 
-from tests.media_clips import Box, background, guest, paste
+from tests.support.media_clips import Box, background, guest, paste
 
-# The schedule of looks at 30 fps: frames 0, 6, 12, ... (faces/media/tracks.py, DETECT_INTERVAL_S 0.2 s).
+# The schedule of looks at 30 fps: frames 0, 6, 12, ... (faces/tracks.py, DETECT_INTERVAL_S 0.2 s).
 LOOK_EVERY = {30: 6, 60: 12}
 
 

@@ -1,6 +1,6 @@
 """Run `run_worker` in its own process with the test handlers registered.
 
-Usage: python tests/worker_process.py [run_worker options]; configuration
+Usage: python tests/support/worker_process.py [run_worker options]; configuration
 comes from the environment (DATABASE_URL, WORKER_*), as under systemd.
 """
 
@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
 
 from jobqueue.cli import main
@@ -19,7 +19,7 @@ def run_worker_with_test_jobs(argv: list[str]) -> None:
     from django.core.management import call_command
 
     django.setup()
-    import tests.job_handlers  # noqa: F401  (registers the handlers)
+    import tests.support.job_handlers  # noqa: F401  (registers the handlers)
 
     call_command("run_worker", *argv[2:])
 

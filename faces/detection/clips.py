@@ -2,26 +2,24 @@
 link the sightings into tracks (docs/ARCHITECTURE.md §11).
 
 `reprocess` never comes here: it matches and renders again from the stored tracks (a track's reach
-depends on its sightings alone, faces/media/tracks.py).
+depends on its sightings alone, faces/tracks.py).
 """
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
 
+from faces import thresholds
+from faces.checkpoint import Checkpoint, never_stop
+from faces.detection.motion import Change, MotionWatch
 from faces.engines import DetectedFace, FaceEngine
 from faces.engines.pyramid import Plan, video_frame_plan
 from faces.geometry import iou
-from faces.media.media import Checkpoint, never_stop
-from faces.media.motion import Change, MotionWatch
-from faces.media.tracks import DETECT_INTERVAL_S, Look, link, scheduled
-
-if TYPE_CHECKING:
-    from faces.media.clip import Clip
-
+from faces.media.clip import Clip
+from faces.quality import FaceQuality, head_turn
+from faces.tracks import DETECT_INTERVAL_S, Look, link, scheduled
 
 # The most detector pixels one region between two looks is searched with (its finest level's): a region
 # larger than this at a photo's 1.5x is shrunk before it is searched.
@@ -29,19 +27,19 @@ REGION_DETECTOR_PIXELS = 1_200_000
 
 
 def detect_clip(
-    clip: "Clip", engine: FaceEngine, between: Checkpoint = never_stop
+    clip: Clip, engine: FaceEngine, checkpoint: Checkpoint = never_stop
 ) -> list[tuple[float, int, DetectedFace]]:
     """(frame time, track, DetectedFace) for every face found: on every frame the schedule looks at, and on
-    the frames between, wherever the picture changed where no recent sighting covers it (faces/media/motion.py:
+    the frames between, wherever the picture changed where no recent sighting covers it (faces/detection/motion.py:
     a face that comes and goes between two looks, or is hidden or blurred on them). Tracks never go on
-    across a hard cut. `between` is called before each frame looked at (it may raise to stop the pass)."""
+    across a hard cut. `checkpoint` is called before each frame looked at (it may raise to stop the pass)."""
     seen: list[tuple[float, DetectedFace]] = []
     changes: dict[float, Change] = {}
     cuts: list[float] = []
     searched: dict[float, list] = {}  # frames searched in parts only: those parts
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     for time, frame, look in scheduled(_watched(clip, changes, cuts), clip.every_frame, lambda time: time in cuts):
-        between()  # a try cut off from its session stops within a frame (jobqueue/context.py)
+        checkpoint()  # a try cut off from its session, or stopped for privacy work, stops within a frame
         change = changes.pop(time)
         if look or change.whole_frame:
             plan = None if clip.every_frame else video_frame_plan(clip.width, clip.height, deep=look is Look.DEEP)
@@ -54,11 +52,17 @@ def detect_clip(
         moved = [person for person in people if change.touches(person)]
         searched[time] = [np.array(area) / scale for area in regions + moved]
     sightings = [(time, face.box / scale) for time, face in seen]
-    tracks = link(sightings, cuts, searched, embeddings=[face.embedding for _, face in seen])
+    limits = thresholds.for_engine(engine.name)
+    clear = [not limits.seen_poorly(_quality(face)) for _, face in seen]
+    tracks = link(sightings, cuts, searched, embeddings=[face.embedding for _, face in seen], clear=clear)
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
 
 
-def _watched(clip: "Clip", changes: dict[float, Change], cuts: list[float]):
+def _quality(face: DetectedFace) -> FaceQuality:
+    return FaceQuality(float(face.box[2] - face.box[0]), head_turn(face.landmarks), face.embedding_norm)
+
+
+def _watched(clip: Clip, changes: dict[float, Change], cuts: list[float]):
     """The clip's frames; how each differs from the one before goes into `changes` (by frame time), and the
     time of each scene's first frame into `cuts`. An animated image is looked at on every frame: no watch."""
     watch = MotionWatch()

@@ -10,7 +10,11 @@ from django.utils import timezone
 
 from faces import media
 from faces.models import Event, EventMember, Photo, SubjectReference
-from momentlens.devservices.samples import encode_jpeg
+from momentlens.devservices.samples import derived_portrait, encode_jpeg
+from tests.support.queue_helpers import send
+
+# What the API stores as a photo's own thumbnail: never read by the worker, never published.
+API_THUMBNAIL = b"thumbnail written by the API"
 
 
 def event(name: str = "Wedding") -> Event:
@@ -67,7 +71,7 @@ def photo(event: Event, image: np.ndarray | None = None, *, data: bytes | None =
     """The row and its upload objects, as the API leaves them before it enqueues a job."""
     photo_id = uuid.uuid4()
     upload(f"events/{event.id}/uploads/{photo_id}.jpg", image, data)
-    upload(f"events/{event.id}/uploads/{photo_id}_thumb.jpg", data=b"thumbnail written by the API")
+    upload(f"events/{event.id}/uploads/{photo_id}_thumb.jpg", data=API_THUMBNAIL)
     return photo_row(event, photo_id, **fields)
 
 
@@ -75,6 +79,14 @@ def reference(user_id: uuid.UUID, image: np.ndarray | None = None, *, data: byte
     reference_id = uuid.uuid4()
     key = upload(f"users/{user_id}/references/{reference_id}.jpg", image, data)
     return SubjectReference.objects.create(id=reference_id, user_id=user_id, upload_key=key)
+
+
+def member_with_reference(event: Event, group: np.ndarray, face, *, dnp: bool = True, **fields) -> uuid.UUID:
+    """A member whose reference is derived from their `face` in t1 (`group`), its reference_process job sent."""
+    user_id = member(event, dnp=dnp, **fields)
+    sent = reference(user_id, derived_portrait(group, face.box))
+    send({"job": "reference_process", "reference_id": str(sent.id)})
+    return user_id
 
 
 def ready_reference(user_id: uuid.UUID, embedding, engine: str) -> SubjectReference:

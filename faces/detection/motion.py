@@ -1,15 +1,16 @@
 """What changes between two frames of a video: hard cuts, and the places where something moved.
 
-A video is looked at (detected) five times a second (faces/media/tracks.py), and tracks cover the frames
+A video is looked at (detected) five times a second (faces/tracks.py), and tracks cover the frames
 between looks. What the looks cannot see is a face that is only there between them: one that comes and
 goes within 0.2 s, one hidden on every look frame, one blurred by its own motion on the look frames. Each
 of them changes the picture where it is. So every frame between looks is compared with the one before it
 on a small grey copy (a quarter of the frame's side): after the camera's own shift is taken out (phase
 correlation), the places that changed are the only places a face can have come into view, and only those
-are searched, at the look's own scale, but where a person seen in the last 0.2 s is (faces/media/clip_detection.py:
+are searched, at the look's own scale, but where a person seen in the last 0.2 s is (faces/detection/clips.py:
 their face, grown to a body's size): their motion is theirs, and their face is covered by its track.
 
-A hard cut changes the whole picture at once: it starts a new scene, whose faces are never linked to the
+A hard cut changes the whole picture at once (its grey level, or, in a new layout of the same colours, its
+content): it starts a new scene, whose faces are never linked to the
 faces of the scene before (tracks.link), and whose first frame is looked at.
 """
 
@@ -18,12 +19,18 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
+from faces.geometry import PixelBox
+
 # The grey copy the frames are compared on: this fraction of the frame's side.
 SMALL = 0.25
 # A pixel changed when its grey level moved this much (0-255), after a light blur (codec noise).
 CHANGED_LEVEL = 20
-# A cut: the mean grey difference of the whole copy, without shift, is at least this.
+# A cut: the mean grey difference of the whole copy, without shift, is at least this;
 CUT_LEVEL = 45.0
+# or more than WHOLE_FRAME_SHARE of it changed and what is there now is not the picture before, moved or lit
+# otherwise: their correlation (zero-mean, so a flash or a fade keeps it high) is under this. Two scenes of
+# the same colours in another layout (the histogram and the mean level alike) are told apart by it.
+CUT_CORRELATION = 0.3
 # A changed region smaller than this share of the copy is noise.
 MIN_REGION_SHARE = 2e-4
 # More of the frame than this changed (a shaky camera the shift did not explain, a flash): the whole frame
@@ -32,8 +39,6 @@ WHOLE_FRAME_SHARE = 0.35
 # A region is grown by this share of its size on each side, and at least MARGIN_PX frame pixels: the search
 # must see the whole head around a change at its edge.
 GROWTH, MARGIN_PX = 0.5, 48
-
-Box = tuple[int, int, int, int]  # x1, y1, x2, y2, frame pixels
 
 
 @dataclass
@@ -53,7 +58,7 @@ class Change:
         x1, y1, x2, y2 = (max(0, int(v * SMALL)) for v in box)
         return bool(self.changed[y1 : y2 + 1, x1 : x2 + 1].any())
 
-    def regions_outside(self, explained: list[Box]) -> list[Box]:
+    def regions_outside(self, explained: list[PixelBox]) -> list[PixelBox]:
         """The changed places, in frame pixels and grown to hold a head, but for those inside `explained`
         (boxes in frame pixels: where tracked people already are)."""
         if self.changed is None:
@@ -77,10 +82,11 @@ class MotionWatch:
             return Change()
         if float(cv2.absdiff(previous, small).mean()) >= CUT_LEVEL:
             return Change(cut=True, whole_frame=True)
-        changed = _changed(_shifted(previous, small), small)
+        shifted = _shifted(previous, small)
+        changed = _changed(shifted, small)
         share = float(np.count_nonzero(changed)) / changed.size
         if share > WHOLE_FRAME_SHARE:
-            return Change(whole_frame=True)
+            return Change(cut=_correlation(shifted, small) < CUT_CORRELATION, whole_frame=True)
         height, width = frame.shape[:2]
         return Change(changed=changed if share else None, size=(width, height))
 
@@ -99,12 +105,21 @@ def _shifted(previous: np.ndarray, small: np.ndarray) -> np.ndarray:
     return cv2.warpAffine(previous, shift, previous.shape[::-1], borderMode=cv2.BORDER_REPLICATE)
 
 
+def _correlation(previous: np.ndarray, small: np.ndarray) -> float:
+    """Pearson correlation of the two copies' grey levels; a flat copy (nothing to compare) correlates with
+    nothing: 0."""
+    a, b = (np.float32(copy).ravel() for copy in (previous, small))
+    a, b = a - a.mean(), b - b.mean()
+    scale = float(np.sqrt(np.dot(a, a) * np.dot(b, b)))
+    return float(np.dot(a, b)) / scale if scale > 1e-6 else 0.0
+
+
 def _changed(previous: np.ndarray, small: np.ndarray) -> np.ndarray:
     mask = (cv2.absdiff(previous, small) >= CHANGED_LEVEL).astype(np.uint8)
     return cv2.dilate(cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8)), np.ones((5, 5), np.uint8))
 
 
-def _regions(changed: np.ndarray, width: int, height: int) -> list[Box]:
+def _regions(changed: np.ndarray, width: int, height: int) -> list[PixelBox]:
     count, _, stats, _ = cv2.connectedComponentsWithStats(changed, connectivity=8)
     least = MIN_REGION_SHARE * changed.size
     boxes = []
@@ -123,7 +138,7 @@ def _regions(changed: np.ndarray, width: int, height: int) -> list[Box]:
     return _merged(boxes)
 
 
-def _merged(boxes: list[Box]) -> list[Box]:
+def _merged(boxes: list[PixelBox]) -> list[PixelBox]:
     """Overlapping boxes joined into one, until none overlap."""
     merged = list(boxes)
     joined = True

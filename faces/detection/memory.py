@@ -1,11 +1,12 @@
 """The last detections of this process, so that a try run again does not detect again.
 
 A try that fails after detecting rolls its face rows back with everything else, and the
-retry (same message, same process, seconds later) would run the detector again: 9 s
-for a 12 MP photo. A try stopped half-way for privacy work (jobqueue/preemption.py) would
-start its detection over. So this process remembers, per upload (keyed by the photo, its
-upload key, the engine and a digest of the decoded pixels; a clip's: of the upload's bytes,
-so a replaced upload is detected afresh):
+retry (same message, same process, seconds later) would run the detector again: 1.8 s
+for a 12 MP photo (docs/MEASUREMENTS.md, "Pipeline cost"), about 10 s for 48 MP (the whole
+job: "The privacy lane" there), minutes for a long clip. A try stopped half-way for
+privacy work (jobqueue/preemption.py) would start its detection over. So this process
+remembers, per upload (keyed by the photo, its upload key, the engine and a digest of the
+upload's bytes, so a replaced upload is detected afresh):
 
 - what the whole detection found, once it finished: a retry reuses it;
 - every look of the engine on the way (a clip's frames and changed places: `RememberedLooks`):
@@ -43,7 +44,7 @@ class RememberedLooks:
         self.name = engine.name
 
     def analyze(self, image: np.ndarray, **options) -> list:
-        asked = {name: value for name, value in options.items() if name != "between"}
+        asked = {name: value for name, value in options.items() if name != "checkpoint"}
         key = (_digest(np.ascontiguousarray(image[::STRIDE, ::STRIDE])), image.shape, tuple(sorted(asked.items())))
         if key not in self._looks:
             self._looks[key] = self._engine.analyze(image, **options)
@@ -53,10 +54,10 @@ class RememberedLooks:
 _remembered: OrderedDict[tuple, Remembered] = OrderedDict()
 
 
-def detections_of(photo, image: np.ndarray, engine, detect: Callable[[RememberedLooks], list]) -> list:
-    """What `detect(engine)` finds in `image`, from memory when this process already detected this photo's
-    upload; `detect` is given the engine with the looks it already took."""
-    key = (photo.id, photo.upload_key, engine.name, _digest(image))
+def detections_of(photo, data: bytes, engine, detect: Callable[[RememberedLooks], list]) -> list:
+    """What `detect(engine)` finds in the upload `data`, from memory when this process already detected this
+    photo's upload; `detect` is given the engine with the looks it already took."""
+    key = (photo.id, photo.upload_key, engine.name, _digest(np.frombuffer(data, np.uint8)))
     remembered = _remembered.setdefault(key, Remembered())
     _remembered.move_to_end(key)
     while len(_remembered) > SIZE:
