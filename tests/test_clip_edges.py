@@ -15,7 +15,7 @@ from faces.geometry import iou
 from faces.models import Photo
 from tests.support import factories
 from tests.support.face_readings import read_face
-from tests.support.media_clips import Box, background, guest, paste, read_animation, read_video
+from tests.support.media_clips import Box, background, guest, paste, read_animation, read_video, tiles
 from tests.support.publishing_helpers import run_worker_drain
 from tests.support.queue_helpers import archived, queue_rows, send
 from tests.support.stored_files import read_bytes
@@ -43,17 +43,6 @@ def pixel_box(face, width: int, height: int) -> Box:
 
 
 # ---------------------------------------------------------------- one person per track
-
-
-def tiles(width: int, height: int, seed: int, cell: int = 48) -> np.ndarray:
-    """A wall of grey-brown tiles. Every seed gives the same tiles, as many of each shade, in another order:
-    two seeds are two places alike in colour and brightness, differing only in layout."""
-    rows, columns = -(-height // cell), -(-width // cell)
-    shades = np.resize(np.arange(95, 165, 10), rows * columns)  # the same multiset for every seed
-    order = np.random.default_rng(seed).permutation(shades).reshape(rows, columns)
-    grey = np.kron(order, np.ones((cell, cell)))[:height, :width]
-    wall = np.dstack([grey - 8, grey, grey + 6]).clip(0, 255).astype(np.uint8)
-    return cv2.GaussianBlur(wall, (5, 5), 0)
 
 
 def hard_cut(group, group_faces, *, frames_each: int = 43, width: int = 1024, height: int = 576):

@@ -51,6 +51,28 @@ def stamped(scene: Scene) -> Scene:
     return scene
 
 
+def hard_cut_scene(group: np.ndarray, group_faces, dnp: dict[int, uuid.UUID], count: int = 40) -> Scene:
+    """640x360, 40 frames: a guest who is no DNP member on the left of one wall of tiles, then, cut at frame 20 to
+    another wall of the same tiles, a DNP member five face widths to the right (faces/tracks.py: one person per
+    track, the cut seen from the picture's content)."""
+    from tests.support.media_clips import tiles
+
+    walker = min(dnp, default=0)
+    other = next(i for i in range(len(group_faces)) if i not in dnp)
+    frames, shown = [], []
+    for frame in range(count):
+        first = frame < count // 2
+        canvas = tiles(640, MEDIA_SIDE, seed=1 if first else 2)
+        index = other if first else walker
+        pixels, (x1, y1, x2, y2) = guest(group, group_faces[index].box, scale=0.8)
+        left = 20 if first else 20 + round(5 * (x2 - x1))
+        left = min(left, 640 - pixels.shape[1])
+        canvas[40 : 40 + pixels.shape[0], left : left + pixels.shape[1]] = pixels
+        frames.append(canvas)
+        shown.append([(index, (left + x1, 40 + y1, left + x2, 40 + y2))])
+    return stamped(Scene(frames, shown))
+
+
 def walking_scene(group: np.ndarray, group_faces, dnp: dict[int, uuid.UUID], count: int = 45) -> Scene:
     """640x360, 45 frames (1.5 s at 30 fps) on a plain gradient. Along the bottom stand a guest who is no DNP
     member and a DNP member (their face from frame 0). Along the top a DNP member walks in at frame 4 (0.133 s,

@@ -16,6 +16,7 @@ from tests.chaos.scenes import (
     faceless_then,
     guest,
     h264,
+    hard_cut_scene,
     uhd_scene,
     variable_rate_times,
     walking_scene,
@@ -37,10 +38,12 @@ def media_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dn
     """(MediaUpload, bytes, job, event, blur regions) of each multi-frame upload: animated GIF, WebP and APNG,
     MP4 (OpenCV's MPEG-4 part 2, 10 fps; PyAV's H.264, 30 fps), WebM and MOV, each at most 640x360. Some show a
     DNP member's face only after a faceless frame 0: two animations, and a 30 fps video in which one walks in
-    between two detections (every 0.2 s), walks off and comes back elsewhere, while another DNP member stands."""
+    between two detections (every 0.2 s), walks off and comes back elsewhere, while another DNP member stands; and
+    a hard cut from a guest to a DNP member at another place."""
     from tests.support.media_samples import animation, video
 
     crowd, alone, walking, uhd = clip_scenes(group, group_faces, dnp)
+    cut = hard_cut_scene(group, group_faces, dnp)
     variable_times = variable_rate_times(len(walking.frames))
     region = [{"x": 0.1, "y": 0.1, "w": 0.2, "h": 0.2}]
     # thumbnail_dims in the event without DNP members once published a still as the upload itself.
@@ -62,6 +65,8 @@ def media_uploads(group: np.ndarray, group_faces, plain_event, hostile_event, dn
         ("MP4, variable frame rate 30-20-30 fps", "video", walking, h264(walking.frames, 30, variable_times),
          "face_process", hostile_event, []),
         ("MP4 4K, faces 30-35 px", "video", uhd, h264(uhd.frames, fps=30), "face_process", hostile_event, []),
+        ("MP4, a hard cut from a guest to a DNP member", "video", cut, h264(cut.frames, fps=30), "face_process",
+         hostile_event, []),
     ]  # fmt: skip
     return [
         (seed_truth(name, kind, scene, data, dnp if event is hostile_event else {}), data, job, event, regions)

@@ -79,6 +79,18 @@ def background(width: int, height: int) -> np.ndarray:
     return np.clip(np.dstack([shade - 10, shade, shade + 8]), 0, 255).astype(np.uint8)
 
 
+def tiles(width: int, height: int, seed: int, cell: int = 48) -> np.ndarray:
+    """A wall of grey-brown tiles. Every seed gives the same tiles, as many of each shade, in another order:
+    two seeds are two places alike in colour and brightness, differing only in layout (a hard cut the colour
+    histogram cannot see)."""
+    rows, columns = -(-height // cell), -(-width // cell)
+    shades = np.resize(np.arange(95, 165, 10), rows * columns)  # the same multiset for every seed
+    order = np.random.default_rng(seed).permutation(shades).reshape(rows, columns)
+    grey = np.kron(order, np.ones((cell, cell)))[:height, :width]
+    wall = np.dstack([grey - 8, grey, grey + 6]).clip(0, 255).astype(np.uint8)
+    return cv2.GaussianBlur(wall, (5, 5), 0)
+
+
 def index_cell(height: int) -> int:
     return max(8, height // 45)
 
