@@ -16,7 +16,7 @@ and leave at a walk or faster, between two looks).
 import bisect
 import math
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 import numpy as np
@@ -105,50 +105,72 @@ def link(
     track last seen within one of them may go on there: the others were not looked for, and are not gone.
     A clearly seen sighting (`clear`) never joins a track whose last clearly seen face it does not agree with
     (LINK_AGREEMENT): a track holds one person."""
-    cuts, searched = sorted(cuts), searched or {}
-    unlike = _unlikeness(embeddings) if embeddings is not None else lambda a, b: 0.0
-    clear = clear or [False] * len(sightings)
-    tracks: list[Seen] = []  # per track: its last sighting
-    last_seen: list[int] = []  # per track: the index of that sighting
-    last_clear: list[int | None] = []  # per track: the index of its last clearly seen sighting
+    linking = _Linking(
+        sightings,
+        sorted(cuts),
+        searched or {},
+        _unlikeness(embeddings) if embeddings is not None else lambda a, b: 0.0,
+        clear or [False] * len(sightings),
+        result=[0] * len(sightings),
+    )
     by_time: dict[float, list[int]] = {}
     for index, (time, _) in enumerate(sightings):
         by_time.setdefault(time, []).append(index)
-    result = [0] * len(sightings)
     for time, indices in by_time.items():
-        open_tracks = [
-            t
-            for t, (last, box) in enumerate(tracks)
-            if 0 < time - last <= MAX_GAP_S + 1e-6
-            and not _cut_between(cuts, last, time)
-            and (time not in searched or any(_inside(box, region) for region in searched[time]))
-        ]
-        pairs = sorted(
-            (speed + LIKENESS_WEIGHT * unlike(last_seen[track], index), index, track)
-            for index in indices
-            for track in open_tracks
-            if _agree(clear[index], last_clear[track], index, unlike)
-            and (speed := _link_cost(tracks[track], (time, sightings[index][1]), partial=time in searched)) is not None
-        )
-        taken_sightings, taken_tracks = set(), set()
-        for _, index, track in pairs:
-            if index in taken_sightings or track in taken_tracks:
-                continue
-            taken_sightings.add(index)
-            taken_tracks.add(track)
-            result[index] = track
+        linking.at(time, indices)
+    return linking.result
+
+
+@dataclass
+class _Linking:
+    """The tracks so far, while `link` goes through the sightings time by time."""
+
+    sightings: list[Seen]
+    cuts: list[float]
+    searched: dict[float, list[FractionCorners]]
+    unlike: Callable[[int, int], float]
+    clear: list[bool]
+    last_seen: list[int] = field(default_factory=list)  # per track: the index of its last sighting
+    last_clear: list[int | None] = field(default_factory=list)  # per track: its last clearly seen one
+    result: list[int] = field(default_factory=list)
+
+    def at(self, time: float, indices: list[int]) -> None:
+        """Link the sightings at `time`: each to the cheapest track it may continue, else a new track."""
+        taken: dict[int, int] = {}  # sighting -> track
+        for _, index, track in sorted(self._pairs(time, indices)):
+            if index not in taken and track not in taken.values():
+                taken[index] = track
         for index in indices:
-            if index not in taken_sightings:
-                result[index] = len(tracks)
-                tracks.append((time, sightings[index][1]))
-                last_seen.append(index)
-                last_clear.append(index if clear[index] else None)
-        for index in taken_sightings:
-            tracks[result[index]] = (time, sightings[index][1])
-            last_seen[result[index]] = index
-            if clear[index]:
-                last_clear[result[index]] = index
-    return result
+            track = taken.get(index)
+            if track is None:
+                track = len(self.last_seen)
+                self.last_seen.append(index)
+                self.last_clear.append(None)
+            self.result[index] = track
+            self.last_seen[track] = index
+            if self.clear[index]:
+                self.last_clear[track] = index
+
+    def _pairs(self, time: float, indices: list[int]) -> Iterator[tuple[float, int, int]]:
+        """(cost, sighting, track) of every link the rules allow at `time`."""
+        for track in self._open(time):
+            last = self.sightings[self.last_seen[track]]
+            for index in indices:
+                if not _agree(self.clear[index], self.last_clear[track], index, self.unlike):
+                    continue
+                speed = _link_cost(last, (time, self.sightings[index][1]), partial=time in self.searched)
+                if speed is not None:
+                    yield speed + LIKENESS_WEIGHT * self.unlike(self.last_seen[track], index), index, track
+
+    def _open(self, time: float) -> list[int]:
+        """The tracks a sighting at `time` may continue: seen lately, in this scene, and looked for here."""
+        return [
+            track
+            for track, index in enumerate(self.last_seen)
+            if 0 < time - (last := self.sightings[index])[0] <= MAX_GAP_S + 1e-6
+            and not _cut_between(self.cuts, last[0], time)
+            and (time not in self.searched or any(_inside(last[1], region) for region in self.searched[time]))
+        ]
 
 
 def _agree(clear: bool, track_clear: int | None, index: int, unlike: Callable[[int, int], float]) -> bool:
