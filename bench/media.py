@@ -91,6 +91,12 @@ def main() -> None:
         "--coverage-widths", default=" ".join(map(str, COVERAGE_WIDTHS)), help='coverage face widths, e.g. "24 32"'
     )
     parser.add_argument("--coverage-frames", type=int, default=COVERAGE_FRAMES, help="each coverage clip's frames")
+    parser.add_argument(
+        "--people-searched",
+        action="store_true",
+        help="a variant for its cost (docs/ARCHITECTURE.md §11, edges): between looks, search the changed places "
+        "inside recently seen people too",
+    )
     args = parser.parse_args()
     thread_counts = [int(t) for t in args.threads.replace(",", " ").split()]
     sizes = {name: SIZES[name] for name in args.sizes.split()}
@@ -102,6 +108,10 @@ def main() -> None:
 
     logging.disable(logging.INFO)
     started = time.perf_counter()
+    if args.people_searched:
+        from faces.detection import clips as clip_detection
+
+        clip_detection._people = lambda seen, time: []  # nobody's motion is explained: every change is searched
 
     log(f"building the clips ({args.seconds:g} s at {FPS} fps) ...")
     clips = {name: video_clip(width, height, args.seconds) for name, (width, height) in sizes.items()}
