@@ -57,7 +57,7 @@ def shows_less_blur(photo: Photo, faces: list | None = None, members: dict | Non
     """Whether a render now would blur, in some file, a face or region the current file does not. A DNP
     member's own file that would no longer be written is held to the public file's blur. `faces` (the
     photo's, by id) and `members` (the event's candidates per engine) when the caller has read them."""
-    size = (photo.width, photo.height) if photo.width and photo.height else None  # unknown: every face unsure
+    size = photo.shown_size  # unknown: every face unsure
     faces = list(photo.faces.order_by("id")) if faces is None else faces
     engine = faces[0].engine if faces else None
     known = (members or {}).get(engine)

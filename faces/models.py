@@ -127,6 +127,11 @@ class Photo(models.Model):
         return f"photo {self.id} v{self.variant_version} [{state}]"
 
     @property
+    def shown_size(self) -> tuple[int, int] | None:
+        """(width, height) of the picture a viewer sees, once a render recorded it; None before."""
+        return (self.width, self.height) if self.width and self.height else None
+
+    @property
     def state(self) -> str:
         """published; detected (faces stored, not published: failed or in flight); waiting."""
         if self.processed_at:

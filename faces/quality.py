@@ -28,6 +28,11 @@ class FaceQuality:
         width = None if image_width is None else box_w * image_width
         return cls(width, head_turn(landmarks), embedding_norm)
 
+    @classmethod
+    def of_detected(cls, face) -> "FaceQuality":
+        """A face as the engine gives it (faces.engines.DetectedFace): box and landmarks in pixels."""
+        return cls(float(face.box[2] - face.box[0]), head_turn(face.landmarks), face.embedding_norm)
+
 
 def head_turn(landmarks) -> float | None:
     """The nose's offset from the eyes' midpoint along the eye line, in eye distances. Any scale and any

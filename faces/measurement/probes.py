@@ -21,7 +21,7 @@ import numpy as np
 
 from faces.geometry import iou
 from faces.media.still import Still
-from faces.quality import FaceQuality, head_turn
+from faces.quality import FaceQuality
 from jobqueue.api import PermanentJobError
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
@@ -87,8 +87,7 @@ def read_set(engine, directory: Path, *, min_face: float = 20.0, skipped=None) -
 
 
 def probe(person: str, image: Path, condition: Condition, face, *, stranger: bool = False) -> Probe:
-    width = float(face.box[2] - face.box[0])
-    quality = FaceQuality(width, head_turn(face.landmarks), face.embedding_norm)
+    quality = FaceQuality.of_detected(face)
     return Probe(person, image, condition, face.box, face.score, face.embedding, quality, stranger)
 
 

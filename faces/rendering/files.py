@@ -65,8 +65,7 @@ def faces_blurred_in(photo: Photo, viewer: uuid.UUID | None = None) -> list[Face
     """Which of the photo's stored faces the file `viewer` sees blurs (None: the public file, which a member
     without a file of their own sees too), matched now and planned as a render plans: what the demo report and
     the chaos checks hold the published files to."""
-    size = (photo.width, photo.height) if photo.width and photo.height else None
-    files = {file.viewer: file.faces for file in plan_files(photo, match_of(photo, size), always=True)}
+    files = {file.viewer: file.faces for file in plan_files(photo, match_of(photo, photo.shown_size), always=True)}
     return files.get(viewer, files[None])
 
 
