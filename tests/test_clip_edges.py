@@ -219,3 +219,20 @@ def test_duration_and_face_times_come_from_one_clock(group, group_faces):
     public = read_video(read_bytes(photo.public_key))
     assert len(public.frames) == 90
     assert abs(public.times[-1] - latest) < 0.002, "the output's last frame at the last face's time"
+
+
+def test_a_face_cut_by_the_frame_s_edge_is_no_witness_for_linking():
+    """Part of a face embeds unlike the whole face (bench/edge_cuts.py): it never refuses its track's link."""
+    from types import SimpleNamespace
+
+    from faces.detection.clips import _clearly_seen
+    from faces.engines import resident_engine
+
+    frontal = np.array([[0.35, 0.4], [0.65, 0.4], [0.5, 0.55], [0.38, 0.75], [0.62, 0.75]]) * 120
+
+    def face(x1: float, x2: float, left: float):
+        landmarks = frontal + np.array([left, 100])
+        return SimpleNamespace(box=np.array([x1, 100, x2, 250]), landmarks=landmarks, embedding_norm=30.0)
+
+    whole, cut = face(200, 320, left=200), face(0, 66, left=-54)  # the same face, 55 % of it past the left edge
+    assert _clearly_seen([whole, cut], resident_engine().name, 640, 360) == [True, False]

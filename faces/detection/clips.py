@@ -16,9 +16,10 @@ from faces.checkpoint import Checkpoint, never_stop
 from faces.detection.motion import Change, MotionWatch
 from faces.engines import DetectedFace, FaceEngine
 from faces.engines.pyramid import Plan, video_frame_plan
-from faces.geometry import iou
+from faces.geometry import hidden_share, iou
+from faces.matching import UNSURE_HIDDEN_SHARE
 from faces.media.clip import Clip
-from faces.quality import FaceQuality, head_turn
+from faces.quality import FaceQuality
 from faces.tracks import DETECT_INTERVAL_S, Look, link, scheduled
 
 # The most detector pixels one region between two looks is searched with (its finest level's): a region
@@ -52,14 +53,25 @@ def detect_clip(
         moved = [person for person in people if change.touches(person)]
         searched[time] = [np.array(area) / scale for area in regions + moved]
     sightings = [(time, face.box / scale) for time, face in seen]
-    limits = thresholds.for_engine(engine.name)
-    clear = [not limits.seen_poorly(_quality(face)) for _, face in seen]
+    clear = _clearly_seen([face for _, face in seen], engine.name, clip.width, clip.height)
     tracks = link(sightings, cuts, searched, embeddings=[face.embedding for _, face in seen], clear=clear)
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
 
 
-def _quality(face: DetectedFace) -> FaceQuality:
-    return FaceQuality(float(face.box[2] - face.box[0]), head_turn(face.landmarks), face.embedding_norm)
+def _clearly_seen(faces: list[DetectedFace], engine: str, width: int, height: int) -> list[bool]:
+    """Which faces are witnesses of who they are, for linking (faces.tracks.LINK_AGREEMENT): seen well
+    (faces.thresholds) and not cut by the frame's edge, whose part of a face embeds unlike the whole face."""
+    limits = thresholds.for_engine(engine)
+    return [
+        not limits.seen_poorly(FaceQuality.of_detected(face))
+        and hidden_share(_fractions(face.box, width, height), width, height) < UNSURE_HIDDEN_SHARE
+        for face in faces
+    ]
+
+
+def _fractions(box, width: int, height: int) -> tuple[float, float, float, float]:
+    x1, y1, x2, y2 = (float(v) for v in box)
+    return x1 / width, y1 / height, (x2 - x1) / width, (y2 - y1) / height
 
 
 def _watched(clip: Clip, changes: dict[float, Change], cuts: list[float]):
