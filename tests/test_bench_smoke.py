@@ -69,6 +69,11 @@ def test_edge_cuts():
     assert "| 0.30 | " in out
 
 
+def test_clip_edge_faces():
+    out = bench("bench/clip_edge_faces.py", "--faces", "1", "--sides", "left", "--shares", "0.45")
+    assert "| 45% | " in out, "the coverage table"
+
+
 def test_edge_faces():
     # The face-free scenes (enlarged to 24 MP) would double the run; they go through the same detect calls.
     out = bench("bench/edge_faces.py", "--faces", "1", "--sides", "left", "--shares", "0.45", "--scenes", "0")
