@@ -103,7 +103,8 @@ def test_a_4k_clip_with_28_px_dnp_faces_blurs_them_in_every_frame(dnp_event, gro
 def test_a_dnp_face_the_frame_edge_cuts_between_two_looks_is_blurred(dnp_event, group, group_faces):
     """The guest (a 56 px face) steps in at the frame's left edge, 45 % of the face past it, right after a
     look and gone before the next: the changed place is searched, and the cut face is blurred up to the edge.
-    (Cut 55 %, this face is found on a look but not yet between looks: ARCHITECTURE §11, "Edges and choices".)"""
+    (Cut further, more of such faces are missed, on looks more than between them: ARCHITECTURE §11, "Edges and
+    choices".)"""
     event, _ = dnp_event
     dnp = guest(group, group_faces[0].box, 0.5)
     x1, y1, x2, y2 = dnp.box
