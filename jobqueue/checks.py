@@ -142,25 +142,29 @@ def transaction_pooler_port(settings_dict: dict) -> bool:
     return str(settings_dict.get("PORT") or "").strip() == str(TRANSACTION_POOLER_PORT)
 
 
-def session(app_configs=None, **kwargs) -> list[CheckMessage]:
-    """The connection keeps one session: the reader lock depends on it."""
-    if transaction_pooler_port(connection.settings_dict):
-        return failed(
-            "session",
+def lost_session(alias: str = "default") -> tuple[str, str] | None:
+    """(check id, why) when connections to `alias` cannot hold the reader lock, else None. The port is read
+    first (no connection needed), then the probe runs."""
+    if transaction_pooler_port(connections[alias].settings_dict):
+        return (
             "jobqueue.E002",
             f"DATABASE_URL is on port {TRANSACTION_POOLER_PORT}, Supabase's transaction pooler: "
             "the session advisory lock that keeps one reader would be silently lost",
-            hint=SESSION_FIX,
         )
-    if skipped := skip_without_database("session"):
+    lost = probe_session(alias)
+    return lost and ("jobqueue.E003", f"the connection does not keep a session: {lost}")
+
+
+def session(app_configs=None, **kwargs) -> list[CheckMessage]:
+    """The connection keeps one session: the reader lock depends on it."""
+    if not transaction_pooler_port(connection.settings_dict) and (skipped := skip_without_database("session")):
         return skipped
     try:
-        lost = probe_session(connection.alias)
-        problem = lost and f"the connection does not keep a session: {lost}"
+        problem = lost_session(connection.alias)
     except Exception as error:
-        problem = f"the session probe failed: {_one_line(error)}"
+        problem = ("jobqueue.E003", f"the session probe failed: {_one_line(error)}")
     if problem:
-        return failed("session", "jobqueue.E003", problem, hint=SESSION_FIX)
+        return failed("session", *problem, hint=SESSION_FIX)
     return [Info("one session per connection (the reader lock holds)", obj="session", id="jobqueue.I002")]
 
 

@@ -16,7 +16,7 @@ import time
 
 from django.db import DatabaseError, connection
 
-from jobqueue import queries
+from jobqueue import checks, queries
 from jobqueue.health import WorkerState
 from jobqueue.lease import Lease
 
@@ -46,11 +46,12 @@ class ReaderSession:
 
         False when asked to stop first; WorkerDied when the database stays unreachable past deadline.
         """
-        announced = False
+        announced = probed = False
         delay = 0.5
         self.state.update(phase="waiting_for_lock")
         while not self._stop.is_set():
             try:
+                probed = probed or self._session_kept()
                 holder = self._try_take()
             except DatabaseError as error:
                 connection.close()
@@ -75,6 +76,14 @@ class ReaderSession:
                 announced = True
             self._stop.wait(self._lock_retry_s)
         return False
+
+    def _session_kept(self) -> bool:
+        """True when connections keep their session; WorkerDied when they do not (a transaction pooler): the
+        lock would be silently lost at the next transaction. Asked on every take, not only by worker_check:
+        `run_worker` started by hand, or a pooler switched to transaction mode, must refuse too."""
+        if problem := checks.lost_session(connection.alias):
+            raise WorkerDied(f"{problem[1]}: {checks.SESSION_FIX}")
+        return True
 
     def _try_take(self) -> str | None:
         """None once a slot is ours; else the backend pids holding the slots, comma-separated."""

@@ -30,6 +30,7 @@ SYSTEM_FILES = {
     "test_fuzz.py",
     "test_media_e2e.py",
     "test_operator_errors.py",
+    "test_pooler.py",
     "test_privacy_lane.py",
     "test_production_path.py",
     "test_reader_slots.py",

@@ -1,8 +1,5 @@
 """The loop's guarantees, run in this process against the real embedded PostgreSQL."""
 
-import json
-import urllib.error
-import urllib.request
 import uuid
 
 import pytest
@@ -14,6 +11,7 @@ from jobqueue.registry import register
 from tests.support import factories, job_handlers
 from tests.support.queue_helpers import archived, job, queue_rows, reader_lock_held, send
 from tests.support.waiting import poll
+from tests.support.worker_health import health
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -188,38 +186,28 @@ def test_the_lock_is_released_when_the_loop_ends(drain):
     assert not reader_lock_held()
 
 
-def get_health(port: int) -> tuple[int, dict]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
 def test_health_is_503_before_the_loop_200_while_it_runs_503_after(drain, monkeypatch):
     from jobqueue import registry
     from jobqueue.management.commands.run_worker import run_startup_work
 
     state = WorkerState()
-    health = HealthServer(state, 0).start()
+    server = HealthServer(state, 0).start()
     seen = {}
     try:
-        seen["before"] = get_health(health.port)
+        seen["before"] = health(server.port)
 
         @register("test_health_probe", id_field="photo_id")
         def probe(payload, ctx):
-            seen["during"] = get_health(health.port)
+            seen["during"] = health(server.port)
 
         send(job("test_health_probe"))
         # As run_worker does: the apps' startup work (here only a probe of /health), then the loop.
-        monkeypatch.setattr(
-            registry, "_startup", {"probe": lambda: seen.setdefault("startup", get_health(health.port))}
-        )
+        monkeypatch.setattr(registry, "_startup", {"probe": lambda: seen.setdefault("startup", health(server.port))})
         run_startup_work()
         drain(state)
-        seen["after"] = get_health(health.port)
+        seen["after"] = health(server.port)
     finally:
-        health.stop()
+        server.stop()
         job_handlers.calls.clear()
 
     assert seen["before"][0] == 503
@@ -238,7 +226,7 @@ def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg, fa
     from jobqueue.queries import READER_LOCK_KEY
 
     state = WorkerState()
-    health = HealthServer(state, 0).start()
+    server = HealthServer(state, 0).start()
     worker = fast_worker(state=state)
     with psycopg.connect(embedded_pg.uri, autocommit=True) as other:
         other.execute("SELECT pg_advisory_lock(%s)", [READER_LOCK_KEY])
@@ -246,9 +234,9 @@ def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg, fa
         thread.start()
         try:
             poll(lambda: state.phase == "waiting_for_lock", timeout=10, interval=0.02)
-            status, body = get_health(health.port)
+            status, body = health(server.port)
         finally:
             worker.request_stop()
             thread.join(10)
-            health.stop()
+            server.stop()
     assert (status, body["phase"], body["lock_held"]) == (503, "waiting_for_lock", False)

@@ -3,13 +3,14 @@ problem and a non-zero exit: no traceback, no false success. Each case runs mana
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 ANY_ID = str(uuid.uuid4())
@@ -83,10 +84,7 @@ def one_line(done: subprocess.CompletedProcess) -> str:
 
 def stopped_database_url() -> str:
     """A PostgreSQL URL with nothing listening: a database that is down."""
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        port = free.getsockname()[1]
-    return f"postgresql://worker:secret-pw@127.0.0.1:{port}/momentlens"
+    return f"postgresql://worker:secret-pw@127.0.0.1:{free_port()}/momentlens"
 
 
 @pytest.mark.usefixtures("live_db")

@@ -1,10 +1,11 @@
 """The `session` check: a DATABASE_URL whose connections do not keep a session fails, naming the fix.
 
 The reader lock is a session advisory lock; behind a transaction pooler (Supabase's
-port 6543, PgBouncer in transaction mode) it is silently lost. PgBouncer itself is
-not run here: a pooler's reset between transactions is simulated with `DISCARD ALL`
-(what PgBouncer's server_reset_query runs) on the probe's own session, and the
-transaction pooler's port is checked on the settings a URL becomes.
+port 6543, PgBouncer in transaction mode) it is silently lost. These are the decision's
+tests: a pooler's reset between transactions simulated with `DISCARD ALL` (what
+PgBouncer's server_reset_query runs) on the probe's own session, and the transaction
+pooler's port on the settings a URL becomes. A real PgBouncer in both modes, in front of
+the test server: tests/test_pooler.py.
 """
 
 from pathlib import Path

@@ -23,6 +23,7 @@ from tests.support.queue_helpers import (
     worker_env,
 )
 from tests.support.waiting import wait_for
+from tests.support.worker_health import health
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -136,17 +137,6 @@ def get_status(port: int) -> int:
         return error.code
     except OSError:
         return 0
-
-
-def health(port: int, method: str = "GET") -> tuple[int, dict]:
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/health", method=method)
-    try:
-        with urllib.request.urlopen(request, timeout=2) as response:
-            return response.status, json.loads(response.read() or b"{}")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-    except OSError:
-        return 0, {}
 
 
 def healthy(port: int) -> dict | None:

