@@ -34,7 +34,9 @@ With `--readers N` (N > 1) N workers read the queue at once (WORKER_READER_SLOTS
 WORKER_VISIBILITY_TIMEOUT_S=--visibility-s), and the kill fault SIGKILLs one of them,
 preferably while its heartbeat names a job in flight, then starts a new one: the run
 measures how long that message waited before another reader read it. With any N, no
-photo may be handled by two readers at once (invariant 6).
+photo may be written by two readers at once (invariant 6: a try cut off from its session
+may still run beside another reader's, but no row names what it uploaded, and the sweeps
+delete it).
 
 Usage: python bench/chaos.py --seed N [--photos-per-event 20] [--events 4] [--faults 14]
            [--sweep-retry-s 5] [--full-sweep-s 30] [--readers 1] [--visibility-s 6]

@@ -69,6 +69,16 @@ def test_edge_cuts():
     assert "| 0.30 | " in out
 
 
+def test_capacity():
+    out = bench(
+        "bench/capacity.py", "--mp", "3", "--photos", "1", "--clips", "720p", "--clip-seconds", "0.5",
+        "--readers", "1", "2", "--queue-seconds", "0.5",
+    )  # fmt: skip
+    assert "| 3 MP photo | " in out
+    assert "| 720p clip | " in out
+    assert "| 2 | " in out, "the queue table"
+
+
 def test_clip_edge_faces():
     out = bench("bench/clip_edge_faces.py", "--faces", "1", "--sides", "left", "--shares", "0.45")
     assert "| 45% | " in out, "the coverage table"

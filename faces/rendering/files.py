@@ -7,6 +7,7 @@ commits with the message's delete; the objects the rows stopped pointing at are
 deleted after the commit (faces/rendering/sweep.py).
 """
 
+import logging
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -24,6 +25,8 @@ from faces.publication import publish
 from faces.rendering import keys
 from faces.rendering.blur import region_box
 from faces.rendering.painters import painters_of
+
+log = logging.getLogger("faces.rendering")
 
 # Uploads are network waits, not CPU: they overlap the next file's render and encode
 # (OpenCV releases the GIL).
@@ -117,8 +120,11 @@ def upload_files(
     (`token`, from next_version), then point the rows at them, in memory for the photo row (`publish` writes
     it). The uploads run in the pool while the next file is encoded. A try whose session the server closed
     writes nothing (`checkpoint`, jobqueue/context.py): another reader may be on its message; one that writes
-    anyway writes its own keys."""
+    anyway writes its own keys, in the folder the `render_folder` line names: no row names them unless this
+    try commits, and the sweeps delete them (tests/chaos checks both for every try cut off from its session)."""
     checkpoint()
+    folder = keys.render_folder(photo.event_id, photo.id, photo.variant_version, token)
+    log.info("render_folder", extra={"photo_id": str(photo.id), "folder": folder})
     pairs = zip(planned, encoded, strict=True)
     uploaded = [_upload(photo, file.viewer, data, thumb, ext, token) for file, (data, thumb) in pairs]
     _wait_for_all(uploaded)

@@ -26,14 +26,19 @@ def try_token() -> str:
     return secrets.token_hex(4)
 
 
+def render_folder(event_id, photo_id, version: int, token: str) -> str:
+    """The folder one try's render writes its files in."""
+    return f"{photo_prefix(event_id, photo_id)}v{version}.{token}/"
+
+
 def public_keys(event_id, photo_id, version: int, token: str, ext: str = "jpg") -> tuple[str, str]:
     """The file (`ext`: jpg, webp for an animated image, mp4 for a video) and its thumbnail, always a JPEG."""
-    base = f"{photo_prefix(event_id, photo_id)}v{version}.{token}/public"
+    base = f"{render_folder(event_id, photo_id, version, token)}public"
     return f"{base}.{ext}", f"{base}_thumb.jpg"
 
 
 def user_keys(event_id, photo_id, version: int, token: str, user_id, ext: str = "jpg") -> tuple[str, str]:
-    base = f"{photo_prefix(event_id, photo_id)}v{version}.{token}/user_{user_id}"
+    base = f"{render_folder(event_id, photo_id, version, token)}user_{user_id}"
     return f"{base}.{ext}", f"{base}_thumb.jpg"
 
 

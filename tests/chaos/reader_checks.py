@@ -1,38 +1,51 @@
-"""Readers at once: no photo handled by two readers where its row lock cannot keep them apart; and how long a
-killed reader's message waited before another read."""
+"""Readers at once: no photo written by two readers at once; and how long a killed reader's message waited before
+another read."""
 
 from collections import defaultdict
 
-from tests.chaos.worker_logs import CLOCK_SLACK_S, Try, photo_tries, try_start
+from tests.chaos.worker_logs import CLOCK_SLACK_S, Try, log_time, photo_tries, try_start
 
 
-def readers_at_once(chaos, lines: list[dict]) -> int:
-    """Pairs of tries on one photo by two worker processes whose times overlap (beyond the clock slack), where
-    the photo's row lock cannot have kept them apart: the same message twice at once (a reader read a message
-    another still ran), or a try that lost its session (its row lock) while it ran. The tries are the workers'
-    own (worker_logs.photo_tries) and those the harness cut short by SIGKILL (from pgmq's last_read_at to the
-    kill).
+def readers_at_once(chaos, lines: list[dict], snapshot) -> int:
+    """Two readers writing one photo at once: pairs of tries on one photo by two worker processes whose times
+    overlap (beyond the clock slack) where neither lost its session (the same message read twice while both
+    ran), and every object a try cut off from its session uploaded that a row named or the sweeps left. The tries
+    are the workers' own (worker_logs.photo_tries) and those the harness cut short by SIGKILL (from pgmq's
+    last_read_at to the kill).
 
     Two tries of different messages on one photo, each holding its session to its end, may overlap: every
     photo job starts by locking the photo's row (SELECT ... FOR UPDATE), so the later one waits, inside its
-    try, until the earlier one commits or rolls back. Those are counted in a note, not as violations."""
+    try, until the earlier one commits or rolls back. A try whose session ended while it ran (its row lock
+    with it) may overlap another reader's try, old message or new, for as long as it runs to its next
+    checkpoint: it can commit nothing (its transaction was on that session), and what it uploads lies in its
+    own folder (faces/rendering/keys.py), which no row may name and the sweeps must delete. Those pairs are
+    counted in a note, and the cut-off try's folders checked."""
     by_photo: dict[str, list[Try]] = defaultdict(list)
     for attempt in chaos.faults.killed_tries + photo_tries(lines, chaos.faults.windows):
         by_photo[attempt.photo_id].append(attempt)
     pairs = [pair for tries in by_photo.values() for pair in overlapping(tries)]
-    violations = [(first, second) for first, second in pairs if unguarded(first, second)]
-    chaos.report.notes += [two_at_once(first, second) for first, second in violations]
+    read_twice = [(first, second) for first, second in pairs if same_message_both_live(first, second)]
+    cut_off = [pair for pair in pairs if pair[0].lost_session or pair[1].lost_session]
+    # A try that ended in db_lost never committed; one that ran across a session fault and then logged its end
+    # committed before the fault (a commit needs its session), so its folder is rightly named.
+    folders = cut_off_folders(lines, [attempt for pair in cut_off for attempt in pair if attempt.how == "db_lost"])
+    kept = kept_folders(chaos, folders, snapshot)
+    chaos.report.notes += [two_at_once(first, second) for first, second in read_twice]
+    chaos.report.notes += [f"a cut-off try's folder {folder}: {why}" for folder, why in kept]
     figures = chaos.report.figures
     figures.readers_at_once_tries = sum(len(tries) for tries in by_photo.values())
     figures.readers_at_once_photos = len(by_photo)
-    figures.overlapping_pairs, figures.serialised_pairs = len(pairs), len(pairs) - len(violations)
+    figures.overlapping_pairs, figures.cut_off_pairs = len(pairs), len(cut_off)
+    figures.serialised_pairs = len(pairs) - len(read_twice) - len(cut_off)
+    figures.cut_off_folders = len(folders)
     chaos.report.notes.append(
         f"readers at once: {figures.readers_at_once_tries} tries on {len(by_photo)} photos (ends from the workers' "
         f"log lines, starts = end - ms, kills from the harness; one host clock, {CLOCK_SLACK_S * 1000:.0f} ms "
-        f"slack); {len(pairs)} pairs by two processes overlapped, {figures.serialised_pairs} of them different "
-        f"messages kept apart by the photo's row lock"
+        f"slack); {len(pairs)} pairs by two processes overlapped: {figures.serialised_pairs} different messages "
+        f"kept apart by the photo's row lock, {len(cut_off)} beside a try cut off from its session, whose "
+        f"{len(folders)} render folders no row named and the sweeps emptied ({len(kept)} not)"
     )
-    return len(violations)
+    return len(read_twice) + len(kept)
 
 
 def overlapping(tries: list[Try]) -> list[tuple[Try, Try]]:
@@ -48,17 +61,44 @@ def overlapping(tries: list[Try]) -> list[tuple[Try, Try]]:
     return pairs
 
 
-def unguarded(first: Try, second: Try) -> bool:
-    """The photo's row lock did not keep them apart: the same message, or a try lost its session."""
-    return first.msg_id == second.msg_id or first.lost_session or second.lost_session
+def same_message_both_live(first: Try, second: Try) -> bool:
+    """One message run by two readers at once, each on its own session: a read while the other still ran it."""
+    return first.msg_id == second.msg_id and not (first.lost_session or second.lost_session)
+
+
+def cut_off_folders(lines: list[dict], tries: list[Try]) -> set[str]:
+    """The render folders (the `render_folder` lines, faces/rendering/files.py) the cut-off tries wrote in: each
+    line of the try's worker, on its photo, within its time."""
+    return {
+        fields["folder"]
+        for fields in lines
+        if fields["event"] == "render_folder"
+        for attempt in tries
+        if fields["worker"] == attempt.worker
+        and fields.get("photo_id", "").lower() == attempt.photo_id
+        and attempt.start - CLOCK_SLACK_S <= log_time(fields) <= attempt.end + CLOCK_SLACK_S
+    }
+
+
+def kept_folders(chaos, folders: set[str], snapshot) -> list[tuple[str, str]]:
+    """(folder, why) for each cut-off try's folder that a row named (in any sample of the run, or at its end) or
+    that still holds an object once the workers had their sweeps."""
+    named = set(chaos.watch.named_etags) | {key for row in snapshot.rows.values() for key in row.named}
+    kept = []
+    for folder in sorted(folders):
+        if any(key.startswith(folder) for key in named):
+            kept.append((folder, "a row named it"))
+        elif any(key.startswith(folder) for key in snapshot.keys):
+            kept.append((folder, "left after the sweeps"))
+    return kept
 
 
 def two_at_once(first: Try, second: Try) -> str:
     overlap = min(first.end, second.end) - second.start
-    why = "same message" if first.msg_id == second.msg_id else "a try lost its session"
     return (
-        f"two readers at once on photo {first.photo_id} ({why}, {overlap * 1000:.0f} ms): {first.worker} msg "
-        f"{first.msg_id} ({first.how}) and {second.worker} msg {second.msg_id} ({second.how})"
+        f"two readers at once on photo {first.photo_id} (the same message, both on their sessions, "
+        f"{overlap * 1000:.0f} ms): {first.worker} msg {first.msg_id} ({first.how}) and {second.worker} msg "
+        f"{second.msg_id} ({second.how})"
     )
 
 

@@ -32,6 +32,8 @@ class Figures:
     readers_at_once_photos: int = 0
     overlapping_pairs: int = 0
     serialised_pairs: int = 0
+    cut_off_pairs: int = 0  # overlapping pairs one of whose tries had lost its session
+    cut_off_folders: int = 0  # the render folders those tries wrote in
     edge_cut_faces: int = 0
     edge_cut_files_checked: int = 0
     edge_cut_not_detected: int = 0
