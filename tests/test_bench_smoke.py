@@ -79,6 +79,12 @@ def test_capacity():
     assert "| 2 | " in out, "the queue table"
 
 
+def test_detector_time():
+    out = bench("bench/detector_time.py", "--mp", "3", "--repeats", "1")
+    assert "| level x1.5 | " in out
+    assert "| turn 90: " in out
+
+
 def test_clip_edge_faces():
     out = bench("bench/clip_edge_faces.py", "--faces", "1", "--sides", "left", "--shares", "0.45")
     assert "| 45% | " in out, "the coverage table"

@@ -1,0 +1,164 @@
+"""Where the detector's time goes in a 12 and a 24 MP photo: by level, tile, turn, second look and edge pass.
+
+bench/face_recall.py's timing scene (12 faces of 24-128 px on a textured background, its seed), detected with the
+resident engine's plan on one thread (`engine.detect`: the detection of `face_process`, no embedding). The
+pyramid's steps are timed by wrapping them (faces/engines/pyramid.py): each level of the upright pass (its tiles
+counted), the edge pass, the upright second looks, and each quarter turn (its levels and second looks); the
+detector's own inference (onnxruntime's session.run) is split out of each row (the rest is resizing, copying and
+decoding), and so are its input pixels. "other" is the rest of `detect`: NMS, upright first. The fastest of
+--repeats runs is shown.
+
+Usage: python bench/detector_time.py [--mp 12 24] [--repeats 3] [--seed 1]
+"""
+
+import argparse
+import contextlib
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench import face_recall  # noqa: E402
+
+
+class Clock:
+    """Seconds, inference seconds, detector pixels and calls per row; the row in force is a stack."""
+
+    def __init__(self):
+        self.rows: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0, 0])  # s, inference s, px, calls
+        self.stack = ["other"]
+
+    @contextlib.contextmanager
+    def row(self, name: str, *, counted: bool = True):
+        self.stack.append(name)
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = time.perf_counter() - started
+            self.stack.pop()
+            self.rows[name][0] += elapsed
+            self.rows[self.stack[-1]][0] -= elapsed  # the enclosing row keeps only its own time
+            self.rows[name][3] += counted
+
+
+def instrument(detector, clock: Clock) -> None:
+    """Wraps the pyramid's steps on this detector instance (the class is untouched)."""
+    pyramid = type(detector)
+    state = {"turns": None, "now": None}  # while the turned levels run: the plan's turns left, the one running
+
+    def prefix() -> str:
+        return f"turn {state['now']}: " if state["now"] is not None else ""
+
+    def level(image, scale, keep_all, passes, checkpoint):
+        name = prefix() + ("overview" if keep_all else f"level x{scale:.3g}")
+        steps = pyramid._level(detector, image, scale, keep_all, passes, checkpoint)
+        while True:
+            with clock.row(name, counted=False):
+                chunk = next(steps, None)
+            if chunk is None:
+                return
+            clock.rows[name][3] += 1  # one pass's detections: a tile, or the whole level
+            yield chunk
+
+    def second_looks(image, boxes, *, mirrored=False):
+        with clock.row(prefix() + f"second looks ({'edge' if mirrored else 'levels'})"):
+            return pyramid._second_looks(detector, image, boxes, mirrored=mirrored)
+
+    def across_edges(image, scale):
+        with clock.row("edge pass"):
+            return pyramid._across_edges(detector, image, scale)
+
+    def faces(image, levels, checkpoint):
+        if state["turns"] is None:
+            return pyramid._faces(detector, image, levels, checkpoint)
+        state["now"] = next(state["turns"]) * 90
+        try:
+            return pyramid._faces(detector, image, levels, checkpoint)
+        finally:
+            state["now"] = None
+
+    def turned_faces(image, levels, checkpoint):
+        state["turns"] = iter(detector.plan.turns)
+        try:
+            with clock.row("turned: shrink, rotate, turn back"):
+                return pyramid._turned_faces(detector, image, levels, checkpoint)
+        finally:
+            state["turns"] = None
+
+    detector._level, detector._second_looks, detector._across_edges = level, second_looks, across_edges
+    detector._faces, detector._turned_faces = faces, turned_faces
+    for passes in {id(p): p for p in (detector.passes, detector.overview_passes)}.values():
+        timed_session(passes, clock)
+
+
+def timed_session(passes, clock: Clock) -> None:
+    """The detector's inference and input pixels, into the row in force."""
+    session = passes.scrfd.session
+
+    class Timed:
+        def __getattr__(self, name):
+            return getattr(session, name)
+
+        def run(self, names, feeds):
+            blob = next(iter(feeds.values()))
+            started = time.perf_counter()
+            try:
+                return session.run(names, feeds)
+            finally:
+                row = clock.rows[clock.stack[-1]]
+                row[1] += time.perf_counter() - started
+                row[2] += blob.shape[0] * blob.shape[2] * blob.shape[3]
+
+    passes.scrfd.session = Timed()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mp", nargs="+", type=int, default=[12, 24])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    engine = face_recall.load_engine(1)
+    import logging
+
+    logging.disable(logging.INFO)
+    sources = face_recall.face_sources(engine)
+    rng = np.random.default_rng(args.seed + 1000)
+    clock = Clock()
+    instrument(engine._pyramid, clock)
+    for mp in args.mp:
+        widths = [face_recall.TIMING_WIDTHS[i % len(face_recall.TIMING_WIDTHS)] for i in range(12)]
+        image, _ = face_recall.pasted_scene(rng, sources, mp, widths)
+        engine.detect(image)  # onnxruntime's buffers for these shapes: not timed
+        best = None
+        for _ in range(args.repeats):
+            clock.rows.clear()
+            started = time.perf_counter()
+            engine.detect(image)
+            total = time.perf_counter() - started
+            clock.rows["other"][0] += total
+            if best is None or total < best[0]:
+                best = (total, {name: list(row) for name, row in clock.rows.items()})
+        print_table(mp, *best)
+
+
+def print_table(mp: int, total: float, rows: dict) -> None:
+    print(f"\n## {mp} MP: detect {total * 1000:.0f} ms (one thread, best of the repeats)\n")
+    print("| step | ms | share | of it, inference ms | detector MP | tiles or calls |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in sorted(rows, key=lambda row: (row == "other", row.startswith("turn"), row)):
+        seconds, inference, pixels, calls = rows[name]
+        print(
+            f"| {name} | {seconds * 1000:.0f} | {seconds / total:.1%} | {inference * 1000:.0f} | "
+            f"{pixels / 1e6:.1f} | {calls} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
