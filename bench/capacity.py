@@ -1,5 +1,5 @@
 """Capacity: what one reader does in an hour, what each job asks of PostgreSQL and of storage, and how many readers
-one database holds before the queue itself is the bottleneck (docs/OPERATIONS.md, "Sizing").
+one database holds before the queue itself is the bottleneck.
 
 One reader is one worker process on one CPU thread (ORT_INTRA_OP_THREADS=1), through the real worker loop
 (bench/pipeline.py's `upload` and `drain`: embedded PostgreSQL, SeaweedFS S3, buffalo_s):
