@@ -25,7 +25,6 @@ import contextlib
 import math
 import os
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -52,38 +51,11 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["ORT_INTRA_OP_THREADS"] = "1"
 
-    from momentlens.devservices.postgres import EmbeddedPostgres
-    from momentlens.devservices.seaweedfs import SeaweedS3
-
-    with tempfile.TemporaryDirectory(prefix="bench-capacity-") as tmp:
-        tmp = Path(tmp)
-        postgres = EmbeddedPostgres(tmp / "pgdata").ensure_ready()
-        s3 = SeaweedS3(tmp / "s3", bucket="bench", access_key="bench-key", secret_key="bench-secret").start()
-        try:
-            run(postgres.uri, s3, args)
-        finally:
-            s3.stop()
-            postgres.stop()
+    with pipeline.worker_services("bench-capacity-"):
+        run(args)
 
 
-def run(uri: str, s3, args) -> None:
-    os.environ["DATABASE_URL"] = uri
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
-    import django
-    from django.conf import settings
-
-    django.setup()
-    import logging
-
-    logging.disable(logging.INFO)
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": s3.storage_options()},
-    }
-    import faces.jobs  # noqa: F401  (registers the handlers)
-    from faces.engines import resident_engine
-
-    resident_engine()
+def run(args) -> None:
     event = pipeline.seed_event(pipeline.scene(*WIDTH_PER_MP[12]))
     idle = measured(event, [])
     rows = []

@@ -14,6 +14,7 @@ Usage: python bench/pipeline.py [--photos 3] [--threads 1] [--plan turned_scale=
 """
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
@@ -46,21 +47,30 @@ def main() -> None:
     args = parser.parse_args()
     os.environ["ORT_INTRA_OP_THREADS"] = str(args.threads)
 
+    with worker_services("bench-pipeline-"):
+        run(args)
+
+
+@contextlib.contextmanager
+def worker_services(prefix: str):
+    """A throwaway embedded PostgreSQL and SeaweedFS S3, Django set up on them (the worker's handlers registered,
+    S3 as the default storage) and the resident engine loaded: what a reader in this process needs."""
     from momentlens.devservices.postgres import EmbeddedPostgres
     from momentlens.devservices.seaweedfs import SeaweedS3
 
-    with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
         tmp = Path(tmp)
         postgres = EmbeddedPostgres(tmp / "pgdata").ensure_ready()
         s3 = SeaweedS3(tmp / "s3", bucket="bench", access_key="bench-key", secret_key="bench-secret").start()
         try:
-            run(postgres.uri, s3, args)
+            setup_django(postgres.uri, s3)
+            yield
         finally:
             s3.stop()
             postgres.stop()
 
 
-def run(uri: str, s3, args) -> None:
+def setup_django(uri: str, s3) -> None:
     os.environ["DATABASE_URL"] = uri
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     import django
@@ -74,10 +84,13 @@ def run(uri: str, s3, args) -> None:
         **settings.STORAGES,
         "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": s3.storage_options()},
     }
-    import faces.jobs  # registers the handlers
+    import faces.jobs  # noqa: F401  (registers the handlers)
     from faces.engines import resident_engine
 
     resident_engine()
+
+
+def run(args) -> None:
     timer = StageTimer()
     timer.install()
 

@@ -8,6 +8,7 @@ Both live in pytest's temporary folders and are stopped at the end.
 """
 
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -129,17 +130,40 @@ def storage(request, tmp_path):
 
 @pytest.fixture
 def media_storage(settings, tmp_path):
-    """Django's default storage on the filesystem, in this test's folder."""
+    """Django's default storage on the filesystem, in this test's folder: where a worker process started with
+    tests.support.queue_helpers.worker_env (MOMENTLENS_VAR_DIR=tmp_path/var) keeps its files too."""
     settings.STORAGES = {
         **settings.STORAGES,
         "default": {
             "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": tmp_path / "media", "allow_overwrite": True},
+            "OPTIONS": {"location": tmp_path / "var" / "media", "allow_overwrite": True},
         },
     }
     from django.core.files.storage import default_storage
 
     return default_storage
+
+
+@pytest.fixture
+def spawn_workers(embedded_pg, tmp_path):
+    """spawn(name, *run_worker args, **settings): a run_worker process configured as under systemd
+    (queue_helpers.worker_env, then `settings`), logging to tmp_path/NAME.log; returns (process, log path).
+    All are stopped with SIGTERM at the end."""
+    from tests.support.queue_helpers import spawn_worker, worker_env
+
+    started = []
+
+    def start(name: str, *args: str, **overrides):
+        log = tmp_path / f"{name}.log"
+        process = spawn_worker(worker_env(embedded_pg, tmp_path, **overrides), *args, log_path=log)
+        started.append(process)
+        return process, log
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.wait(30)
 
 
 @pytest.fixture

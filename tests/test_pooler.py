@@ -3,7 +3,6 @@ Supabase's session pooler. In session mode the whole loop works, a second worker
 the lock without losing or repeating a job; in transaction mode the worker refuses to start, naming the fix."""
 
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -17,7 +16,7 @@ from faces.models import Event, Photo
 from tests.support import factories
 from tests.support.pgbouncer import PgBouncer
 from tests.support.ports import free_port
-from tests.support.queue_helpers import ROOT, job, queue_rows, send, spawn_worker, worker_env
+from tests.support.queue_helpers import ROOT, job, queue_rows, send, worker_env
 from tests.support.waiting import wait_for
 from tests.support.worker_health import health
 
@@ -41,22 +40,9 @@ def pooler(embedded_pg):
 
 
 @pytest.fixture
-def spawn(embedded_pg, tmp_path):
-    """spawn(name, url, **settings): a run_worker process on DATABASE_URL `url`; all stopped at the end."""
-    started = []
-
-    def start(name: str, url: str, **overrides):
-        env = worker_env(embedded_pg, tmp_path, DATABASE_URL=url, **overrides)
-        log = tmp_path / f"{name}.log"
-        process = spawn_worker(env, log_path=log)
-        started.append(process)
-        return process, log
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(30)
+def spawn(spawn_workers):
+    """spawn(name, url, **settings): a run_worker process on DATABASE_URL `url` (tests/conftest.py)."""
+    return lambda name, url, **overrides: spawn_workers(name, DATABASE_URL=url, **overrides)
 
 
 def manage(embedded_pg, tmp_path, url: str, *args: str) -> subprocess.CompletedProcess:
@@ -92,16 +78,8 @@ def test_run_worker_refuses_a_transaction_pooler_in_one_line_naming_the_fix(embe
     assert queue_rows() == [(msg_id, 0)], "the message was never read"
 
 
-def test_a_whole_event_through_a_session_pooler_while_a_second_worker_waits(
-    embedded_pg, tmp_path, pooler, spawn, settings, group, group_faces
-):
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": tmp_path / "var" / "media", "allow_overwrite": True},
-        },
-    }
+@pytest.mark.usefixtures("media_storage")
+def test_a_whole_event_through_a_session_pooler_while_a_second_worker_waits(pooler, spawn, group, group_faces):
     event = factories.event()
     user = factories.member(event, dnp=True)
     factories.ready_reference(user, group_faces[0].embedding, group_faces[0].engine)

@@ -50,8 +50,7 @@ def events(group, group_faces):
 
 @pytest.fixture
 def env(embedded_pg, tmp_path):
-    # The worker's files where the test's storage (media_storage) reads them: tmp_path/media.
-    return worker_env(embedded_pg, tmp_path, MOMENTLENS_VAR_DIR=tmp_path)
+    return worker_env(embedded_pg, tmp_path)  # its files where media_storage reads them
 
 
 def working_on(job: str) -> bool:

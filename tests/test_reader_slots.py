@@ -16,29 +16,16 @@ from django.db import connection
 
 from faces.models import Event
 from tests.support import factories
-from tests.support.queue_helpers import done_by, job, queue_rows, send, spawn_worker, worker_env
+from tests.support.queue_helpers import done_by, job, queue_rows, send
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
 
 @pytest.fixture
-def spawn(embedded_pg, tmp_path):
-    """spawn(name, **settings): a run_worker process; all stopped with SIGTERM at the end."""
-    started = []
-
-    def start(name: str, *args: str, **overrides):
-        env = worker_env(embedded_pg, tmp_path, WORKER_READER_SLOTS=2, **overrides)
-        log = tmp_path / f"{name}.log"
-        process = spawn_worker(env, *args, log_path=log)
-        started.append(process)
-        return process, log
-
-    yield start
-    for process in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(30)
+def spawn(spawn_workers):
+    """spawn(name, *args, **settings): a run_worker process with two reader slots (tests/conftest.py)."""
+    return lambda name, *args, **overrides: spawn_workers(name, *args, **{"WORKER_READER_SLOTS": 2, **overrides})
 
 
 def taken(log) -> bool:

@@ -174,15 +174,9 @@ def manage(env: dict, *args: str, timeout: int = 300) -> subprocess.CompletedPro
     )
 
 
-def test_the_worker_runs_real_jobs_as_the_role(embedded_pg, role_url, tmp_path, settings, group, group_faces):
+@pytest.mark.usefixtures("media_storage")
+def test_the_worker_runs_real_jobs_as_the_role(embedded_pg, role_url, tmp_path, group, group_faces):
     """worker_check passes, and run_worker --drain publishes a photo with a DNP member's own file, as the role."""
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "default": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": tmp_path / "var" / "media", "allow_overwrite": True},
-        },
-    }
     event = factories.event()
     user = factories.member(event, dnp=True)
     reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
