@@ -22,6 +22,10 @@ points at) lived. After the drain the idle workers get their full-sweep interval
 leave no orphan. Then the invariants are checked and a table is printed (goal: 0
 violations).
 
+In a still's files, the middle of each face the blur decision marks must differ from the
+upload's by at least BLURRED; the note gives the least changed marked face and the most
+changed intact one (the codec alone) each run.
+
 A clip's files are checked against the seed's own truth, not only the worker's rows:
 every frame of every published file and of the upload is decoded (Pillow for WebP,
 PyAV for MP4), and in each frame where the seed pasted a DNP member's face, every file
