@@ -39,10 +39,12 @@ class StillTally:
 
     def note(self) -> str:
         least = min(self.blurred, default=(float("nan"), "none"))
+        intact = [change for change in self.intact if change < BLURRED]
         return (
             f"still DNP faces: {len(self.blurred)} (file, face) marked, threshold {BLURRED:g}; the least changed "
-            f"{least[0]:.1f} ({least[1]}); faces left intact: {len(self.intact)}, changed at most "
-            f"{max(self.intact, default=float('nan')):.1f} (the codec alone)"
+            f"{least[0]:.1f} ({least[1]}); faces not marked: {len(intact)} intact, changed at most "
+            f"{max(intact, default=float('nan')):.1f} (the codec alone), {len(self.intact) - len(intact)} blurred "
+            f"too (a marked neighbour's blur, a blur region)"
         )
 
 
