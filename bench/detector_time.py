@@ -6,9 +6,10 @@ pyramid's steps are timed by wrapping them (faces/engines/pyramid.py): each leve
 counted), the edge pass, the upright second looks, and each quarter turn (its levels and second looks); the
 detector's own inference (onnxruntime's session.run) is split out of each row (the rest is resizing, copying and
 decoding), and so are its input pixels. "other" is the rest of `detect`: NMS, upright first. The fastest of
---repeats runs is shown.
+--repeats runs is shown. Each `--plan` variant (bench/plans.py: Plan overrides) gets a table of its own, on the same
+scene, its runs interleaved with today's plan.
 
-Usage: python bench/detector_time.py [--mp 12 24] [--repeats 3] [--seed 1]
+Usage: python bench/detector_time.py [--mp 12 24] [--repeats 3] [--seed 1] [--plan tile_width=3072 ...]
 """
 
 import argparse
@@ -16,6 +17,7 @@ import contextlib
 import sys
 import time
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench import face_recall  # noqa: E402
+from bench.plans import parse_plan  # noqa: E402
 
 
 class Clock:
@@ -48,7 +51,7 @@ class Clock:
 
 
 def instrument(detector, clock: Clock) -> None:
-    """Wraps the pyramid's steps on this detector instance (the class is untouched)."""
+    """Wraps the pyramid's steps on this detector instance (the class is untouched); its sessions: timed_session."""
     pyramid = type(detector)
     state = {"turns": None, "now": None}  # while the turned levels run: the plan's turns left, the one running
 
@@ -93,8 +96,6 @@ def instrument(detector, clock: Clock) -> None:
 
     detector._level, detector._second_looks, detector._across_edges = level, second_looks, across_edges
     detector._faces, detector._turned_faces = faces, turned_faces
-    for passes in {id(p): p for p in (detector.passes, detector.overview_passes)}.values():
-        timed_session(passes, clock)
 
 
 def timed_session(passes, clock: Clock) -> None:
@@ -123,33 +124,50 @@ def main() -> None:
     parser.add_argument("--mp", nargs="+", type=int, default=[12, 24])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--plan", nargs="+", action="append", default=[], metavar="KEY=VALUE")
     args = parser.parse_args()
     engine = face_recall.load_engine(1)
     import logging
+
+    from faces.engines.pyramid import Plan
 
     logging.disable(logging.INFO)
     sources = face_recall.face_sources(engine)
     rng = np.random.default_rng(args.seed + 1000)
     clock = Clock()
-    instrument(engine._pyramid, clock)
+    plans = {"today's plan": Plan(), **{" ".join(items): replace(Plan(), **parse_plan(items)) for items in args.plan}}
+    pyramids = {name: engine._pyramid_for(plan) for name, plan in plans.items()}
+    for pyramid in pyramids.values():
+        instrument(pyramid, clock)
+    for passes in {id(p): p for d in pyramids.values() for p in (d.passes, d.overview_passes)}.values():
+        timed_session(passes, clock)
     for mp in args.mp:
         widths = [face_recall.TIMING_WIDTHS[i % len(face_recall.TIMING_WIDTHS)] for i in range(12)]
         image, _ = face_recall.pasted_scene(rng, sources, mp, widths)
-        engine.detect(image)  # onnxruntime's buffers for these shapes: not timed
-        best = None
+        best = {}
+        for plan in plans.values():
+            engine.detect(image, plan=plan)  # onnxruntime's buffers for these shapes: not timed
         for _ in range(args.repeats):
-            clock.rows.clear()
-            started = time.perf_counter()
-            engine.detect(image)
-            total = time.perf_counter() - started
-            clock.rows["other"][0] += total
-            if best is None or total < best[0]:
-                best = (total, {name: list(row) for name, row in clock.rows.items()})
-        print_table(mp, *best)
+            for name, plan in plans.items():
+                timed = timed_detect(engine, image, plan, clock)
+                if name not in best or timed[0] < best[name][0]:
+                    best[name] = timed
+        for name, (total, rows) in best.items():
+            print_table(mp, name, total, rows)
 
 
-def print_table(mp: int, total: float, rows: dict) -> None:
-    print(f"\n## {mp} MP: detect {total * 1000:.0f} ms (one thread, best of the repeats)\n")
+def timed_detect(engine, image: np.ndarray, plan, clock: Clock) -> tuple[float, dict]:
+    clock.rows.clear()
+    started = time.perf_counter()
+    engine.detect(image, plan=plan)
+    total = time.perf_counter() - started
+    clock.rows["other"][0] += total
+    return total, {name: list(row) for name, row in clock.rows.items()}
+
+
+def print_table(mp: int, plan: str, total: float, rows: dict) -> None:
+    pixels = sum(row[2] for row in rows.values()) / 1e6
+    print(f"\n## {mp} MP, {plan}: detect {total * 1000:.0f} ms, {pixels:.1f} detector MP (one thread, best of runs)\n")
     print("| step | ms | share | of it, inference ms | detector MP | tiles or calls |")
     print("|---|---:|---:|---:|---:|---:|")
     for name in sorted(rows, key=lambda row: (row == "other", row.startswith("turn"), row)):

@@ -80,9 +80,10 @@ def test_capacity():
 
 
 def test_detector_time():
-    out = bench("bench/detector_time.py", "--mp", "3", "--repeats", "1")
+    out = bench("bench/detector_time.py", "--mp", "3", "--repeats", "1", "--plan", "turns=")
     assert "| level x1.5 | " in out
     assert "| turn 90: " in out
+    assert "3 MP, turns=: detect" in out, "the variant's own table"
 
 
 def test_clip_edge_faces():

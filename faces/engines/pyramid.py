@@ -5,7 +5,7 @@ SCRFD-500M finds faces from about 32 px up (full resolution: 63 % at 24 px, 96 %
 a pyramid of levels, each a factor `level_ratio` (3) smaller than the one before:
 
 - the finest level is the photo enlarged `fine_scale` times (24 px faces become
-  36 px), cut into overlapping tiles (at most 1536x1024 detector px), each enlarged
+  36 px), cut into overlapping tiles (at most 3072x2048 detector px), each enlarged
   from the photo on its own, so memory stays bounded whatever the photo size;
 - coarser levels (fine_scale / 3, / 9, ...) until the photo's long side is at most
   `overview_long_side`; a level small enough runs as one detector pass, a larger one
@@ -85,12 +85,14 @@ class Plan:
     # The overview: the whole photo at this long side; it keeps every face.
     overview_long_side: int = 640
     # Tiles as the detector sees them (after enlargement), width x height, and
-    # their overlap. Larger tiles waste less on the overlap; memory grows with them.
-    tile_width: int = 1536
-    tile_height: int = 1024
+    # their overlap. Larger tiles waste less on the overlap; memory grows with them
+    # (a 3072x2048 pass adds about 225 MB; 1536x1024 tiles gave a 12 MP photo's finest
+    # level 14 % more detector pixels: docs/MEASUREMENTS.md, "Where the detector's time goes").
+    tile_width: int = 3072
+    tile_height: int = 2048
     tile_overlap: int = 128
-    # A level whose scaled photo has at most this many pixels runs as one pass.
-    whole_max_pixels: int = 3_200_000
+    # A level whose scaled photo has at most this many pixels (a tile's) runs as one pass.
+    whole_max_pixels: int = 3072 * 2048
     # Candidates: anything scoring this much. At or above `sure_score` a candidate is
     # a face; below it, it is looked at again, enlarged or shrunk so that it is
     # `verify_width` px wide, and kept only when that second look scores
@@ -127,7 +129,7 @@ class Plan:
 # The shapes a GPU's detector passes run at (faces/engines/passes.py): a second look (a 64 px face in 2.5x
 # its size), the overview (long side 640), the edge pass (the overview mirrored 25 % past each edge) and a
 # tile (a level larger than a tile is tiled).
-SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (1536, 1024))
+SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (Plan.tile_width, Plan.tile_height))
 
 
 # A video frame is looked at five times a second (faces/tracks.py), so its finest level gets a
@@ -186,13 +188,14 @@ class PyramidDetector:
         before each tile of each level: it may raise to stop a long detection."""
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
-        faces = self._faces(image, levels, checkpoint)
+        shrinks = Shrinks(image)
+        faces = self._faces(shrinks, levels, checkpoint)
         if self.plan.edge_pass:
-            faces += self._across_edges(image, levels[-1])
+            faces += self._across_edges(shrinks, levels[-1])
         upright = self._finish(faces, width, height)
         if not (small_faces and self.plan.turns):
             return [(face, None) for face in upright]
-        turned = self._finish(self._turned_faces(image, self._turned_levels(levels), checkpoint), width, height)
+        turned = self._finish(self._turned_faces(shrinks, self._turned_levels(levels), checkpoint), width, height)
         return self._upright_first(upright, turned)
 
     def _upright_first(self, upright: list[Found], turned: list[Found]) -> list[UprightAndTurned]:
@@ -215,13 +218,13 @@ class PyramidDetector:
             return levels[1:] or levels
         return [finest, *(scale for scale in levels if scale < finest)]
 
-    def _faces(self, image: np.ndarray, levels: list[float], checkpoint: Checkpoint) -> list[Found]:
+    def _faces(self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint) -> list[Found]:
         """Every level's candidates, one box per face across levels; the unsure ones after their second look."""
         chunks = []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
             passes = self.overview_passes if last else self.passes
-            chunks += self._level(image, scale, keep_all=last, passes=passes, checkpoint=checkpoint)
+            chunks += self._level(shrinks, scale, keep_all=last, passes=passes, checkpoint=checkpoint)
         if not chunks:
             return []
         boxes, points, scores = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
@@ -230,22 +233,23 @@ class PyramidDetector:
         kept = suppress(boxes, scores, self.plan.nms_iou, containment=None)
         sure = [(boxes[i], points[i], float(scores[i])) for i in kept if scores[i] >= self.plan.sure_score]
         unsure = [boxes[i] for i in kept if scores[i] < self.plan.sure_score]
-        return sure + [face for face in self._second_looks(image, unsure) if face is not None]
+        return sure + [face for face in self._second_looks(shrinks.image, unsure) if face is not None]
 
-    def _turned_faces(self, image: np.ndarray, levels: list[float], checkpoint: Checkpoint) -> list[Found]:
+    def _turned_faces(self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint) -> list[Found]:
         """Faces turned in the picture itself (a guest lying down, a child upside down), which SCRFD misses
         past about 60 degrees: `levels` (the coarser ones) run on the photo turned by each of the plan's
         quarter turns, and what they find is turned back. The photo is shrunk once, to the first of them,
-        before it is turned, so a turn costs a copy of that level, not of the photo."""
+        before it is turned (the upright levels' shrink of that scale), so a turn costs a copy of that level,
+        not of the photo."""
         top = levels[0]
-        height, width = image.shape[:2]
+        height, width = shrinks.image.shape[:2]
         size = (round(width * top), round(height * top))
-        small = image if top == 1.0 else cv2.resize(image, size, interpolation=_interp(top))
+        small = shrinks.scaled(*size)
         back = np.array([width / size[0], height / size[1]], np.float32)
         faces = []
         for turn in self.plan.turns:
             turned = cv2.rotate(small, _ROTATE[turn % 4]) if turn % 4 else small
-            for box, points, score in self._faces(turned, [scale / top for scale in levels], checkpoint):
+            for box, points, score in self._faces(Shrinks(turned), [scale / top for scale in levels], checkpoint):
                 corners = turned_back(box.reshape(2, 2), turn, *size) * back
                 box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
                 faces.append((box, turned_back(points, turn, *size) * back, score))
@@ -261,14 +265,15 @@ class PyramidDetector:
         keep = suppress(boxes, scores, self.plan.nms_iou, self.plan.containment)
         return [(np.clip(faces[i][0], 0, limit), faces[i][1], faces[i][2]) for i in keep]
 
-    def _across_edges(self, image: np.ndarray, scale: float) -> list[Found]:
+    def _across_edges(self, shrinks: "Shrinks", scale: float) -> list[Found]:
         """Faces cut by the image edge, at the overview's scale: the photo mirrored past its edges
         completes half a face enough for the detector, which misses many faces cut at 40-60 %.
         Only detections that reach past the edge are kept; the levels found the others."""
         plan = self.plan
+        image = shrinks.image
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
-        scaled = image if scale == 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=_interp(scale))
+        scaled = shrinks.scaled(scaled_w, scaled_h)
         pad = round(plan.edge_mirror * max(scaled_w, scaled_h))
         mirrored = cv2.copyMakeBorder(scaled, pad, pad, pad, pad, cv2.BORDER_REFLECT_101)
         b, k, s = self.overview_passes.run(mirrored, scaled_w + 2 * pad, scaled_h + 2 * pad, plan.edge_score)
@@ -316,15 +321,16 @@ class PyramidDetector:
 
     # ---- one level --------------------------------------------------------------
 
-    def _level(self, image: np.ndarray, scale: float, keep_all: bool, passes: Passes, checkpoint: Checkpoint):
+    def _level(self, shrinks: "Shrinks", scale: float, keep_all: bool, passes: Passes, checkpoint: Checkpoint):
         """Detections of one level, in photo pixels, as (boxes, keypoints, scores) chunks."""
         plan = self.plan
         checkpoint()
+        image = shrinks.image
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
         whole = scaled_w * scaled_h <= plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
         if keep_all or whole:
-            scaled = image if scale == 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=_interp(scale))
+            scaled = shrinks.scaled(scaled_w, scaled_h)
             b, k, s = passes.run(scaled, scaled_w, scaled_h, plan.score_threshold)
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
             yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
@@ -332,7 +338,7 @@ class PyramidDetector:
         # Tiles are cut from the photo when the level enlarges it (each tile
         # enlarged on its own: the enlarged photo is never held), and from the
         # photo scaled once when it shrinks it.
-        source = image if scale >= 1.0 else cv2.resize(image, (scaled_w, scaled_h), interpolation=cv2.INTER_AREA)
+        source = image if scale >= 1.0 else shrinks.at(scaled_w, scaled_h)
         factor = scale if scale >= 1.0 else 1.0  # detector px per source px
         source_h, source_w = source.shape[:2]
         shrink_x, shrink_y = width / source_w, height / source_h  # photo px per source px
@@ -350,6 +356,33 @@ class PyramidDetector:
                 ok = _inside_and_small(b, out_w, out_h, inner, plan.tile_overlap, plan.edge_margin)
                 off = np.array([x * shrink_x, y * shrink_y], np.float32)
                 yield (b[ok].reshape(-1, 2, 2) * mul + off).reshape(-1, 4), k[ok] * mul + off, s[ok]
+
+
+class Shrinks:
+    """One image at the sizes a detection asks for. Each shrink is made once, by averaging (INTER_AREA) the
+    smallest one already made that is still larger: a 12 MP photo is read once for its coarser levels, its
+    overview, its edge pass and its turned levels, not once for each."""
+
+    def __init__(self, image: np.ndarray):
+        self.image = image
+        self._made: dict[tuple[int, int], np.ndarray] = {}
+
+    def at(self, width: int, height: int) -> np.ndarray:
+        """The image shrunk to width x height (or itself, at its own size)."""
+        if (width, height) == (self.image.shape[1], self.image.shape[0]):
+            return self.image
+        if (width, height) not in self._made:
+            larger = [(w * h, made) for (w, h), made in self._made.items() if w >= width and h >= height]
+            source = min(larger, key=lambda item: item[0])[1] if larger else self.image
+            self._made[width, height] = cv2.resize(source, (width, height), interpolation=cv2.INTER_AREA)
+        return self._made[width, height]
+
+    def scaled(self, width: int, height: int) -> np.ndarray:
+        """At width x height, shrunk (`at`) or enlarged (bilinear, not kept: a level larger than the image is
+        tiled, or small)."""
+        if width > self.image.shape[1] or height > self.image.shape[0]:
+            return cv2.resize(self.image, (width, height), interpolation=cv2.INTER_LINEAR)
+        return self.at(width, height)
 
 
 @dataclass(frozen=True)
@@ -384,10 +417,6 @@ def _mirrored(image: np.ndarray, left: int, top: int, right: int, bottom: int) -
     inner = image[max(0, top) : min(height, bottom), max(0, left) : min(width, right)]
     pads = (max(0, -top), max(0, bottom - height), max(0, -left), max(0, right - width))
     return cv2.copyMakeBorder(inner, *pads, cv2.BORDER_REFLECT_101) if any(pads) else inner
-
-
-def _interp(scale: float) -> int:
-    return cv2.INTER_AREA if scale < 1.0 else cv2.INTER_LINEAR
 
 
 def _fit_tile(length: int, factor: float, most: int, overlap: int) -> tuple[int, int]:
