@@ -44,8 +44,8 @@ upright levels do, with its mouth above its eyes.
 The cost is almost all the finest level: fine_scale² times the photo's pixels, plus
 the tile overlaps and 1/9 for the coarser levels (about 3.1x the photo's pixels in
 all; the turned levels add three times the coarser levels, about 0.8x more), so time
-grows with the pixel count, and memory with the tile size only (a shrunk copy of the
-photo for the coarser levels is at most 1/4 of it). The
+grows with the pixel count, and memory with the tile size only (the shrunk copies of the
+photo for the coarser levels, each made once and kept for the detection, are about 0.3 of it). The
 detector runs on the wrapper's onnxruntime session directly: insightface's
 `SCRFD.detect` resizes, copies, and decodes boxes and keypoints of every anchor;
 here one resize + RGB + normalise + NCHW goes straight into the detector's array and
@@ -86,7 +86,7 @@ class Plan:
     overview_long_side: int = 640
     # Tiles as the detector sees them (after enlargement), width x height, and
     # their overlap. Larger tiles waste less on the overlap; memory grows with them
-    # (a 3072x2048 pass adds about 225 MB; 1536x1024 tiles gave a 12 MP photo's finest
+    # (a 48 MP photo peaks at 962 MB with these; 1536x1024 tiles gave a 12 MP photo's finest
     # level 14 % more detector pixels: docs/MEASUREMENTS.md, "Where the detector's time goes").
     tile_width: int = 3072
     tile_height: int = 2048
