@@ -244,7 +244,7 @@ class PyramidDetector:
         top = levels[0]
         height, width = shrinks.image.shape[:2]
         size = (round(width * top), round(height * top))
-        small = shrinks.scaled(*size)
+        small = shrinks.at(*size)
         back = np.array([width / size[0], height / size[1]], np.float32)
         faces = []
         for turn in self.plan.turns:
@@ -273,7 +273,7 @@ class PyramidDetector:
         image = shrinks.image
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
-        scaled = shrinks.scaled(scaled_w, scaled_h)
+        scaled = shrinks.at(scaled_w, scaled_h)
         pad = round(plan.edge_mirror * max(scaled_w, scaled_h))
         mirrored = cv2.copyMakeBorder(scaled, pad, pad, pad, pad, cv2.BORDER_REFLECT_101)
         b, k, s = self.overview_passes.run(mirrored, scaled_w + 2 * pad, scaled_h + 2 * pad, plan.edge_score)
@@ -330,7 +330,7 @@ class PyramidDetector:
         scaled_w, scaled_h = round(width * scale), round(height * scale)
         whole = scaled_w * scaled_h <= plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
         if keep_all or whole:
-            scaled = shrinks.scaled(scaled_w, scaled_h)
+            scaled = shrinks.at(scaled_w, scaled_h)
             b, k, s = passes.run(scaled, scaled_w, scaled_h, plan.score_threshold)
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
             yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
@@ -368,21 +368,17 @@ class Shrinks:
         self._made: dict[tuple[int, int], np.ndarray] = {}
 
     def at(self, width: int, height: int) -> np.ndarray:
-        """The image shrunk to width x height (or itself, at its own size)."""
+        """The image at width x height: itself at its own size; enlarged (bilinear, not kept: a level larger than
+        the image is tiled, or small); else shrunk."""
         if (width, height) == (self.image.shape[1], self.image.shape[0]):
             return self.image
+        if width > self.image.shape[1] or height > self.image.shape[0]:
+            return cv2.resize(self.image, (width, height), interpolation=cv2.INTER_LINEAR)
         if (width, height) not in self._made:
             larger = [(w * h, made) for (w, h), made in self._made.items() if w >= width and h >= height]
             source = min(larger, key=lambda item: item[0])[1] if larger else self.image
             self._made[width, height] = cv2.resize(source, (width, height), interpolation=cv2.INTER_AREA)
         return self._made[width, height]
-
-    def scaled(self, width: int, height: int) -> np.ndarray:
-        """At width x height, shrunk (`at`) or enlarged (bilinear, not kept: a level larger than the image is
-        tiled, or small)."""
-        if width > self.image.shape[1] or height > self.image.shape[0]:
-            return cv2.resize(self.image, (width, height), interpolation=cv2.INTER_LINEAR)
-        return self.at(width, height)
 
 
 @dataclass(frozen=True)

@@ -58,29 +58,30 @@ def unblurred_stills(chaos) -> int:
     for photo in published_photos():
         if str(photo.id) in chaos.seeded.media_photos:
             continue
-        upload = read_image(photo.upload_key)
+        upload, faces = read_image(photo.upload_key), list(photo.faces.all())
         for viewer, key in published_files(photo):
-            marked = faces_blurred_in(photo, viewer)
-            violations += unblurred_still_faces(chaos.report.notes, photo, upload, key, marked, tally)
+            marked = {face.id for face in faces_blurred_in(photo, viewer)}
+            violations += unblurred_still_faces(chaos.report.notes, photo, upload, key, faces, marked, tally)
     chaos.report.notes.append(tally.note())
     return violations
 
 
 def unblurred_still_faces(
-    notes: list[str], photo, upload: np.ndarray, key: str, marked: list, tally: StillTally
+    notes: list[str], photo, upload: np.ndarray, key: str, faces: list, marked: set, tally: StillTally
 ) -> int:
+    """How many of the photo's `faces` whose ids are `marked` the file `key` leaves as in the upload; every face's
+    change goes to `tally`."""
     if key == photo.upload_key:
-        notes += [f"{key}: published as uploaded, face {face.id} marked" for face in marked]
+        notes += [f"{key}: published as uploaded, face {face_id} marked" for face_id in marked]
         return len(marked)  # published as uploaded while a face had to be blurred
     rendered = read_image(key)
     if rendered.shape != upload.shape:
         notes.append(f"{key} is {rendered.shape[1::-1]}; its upload is seen {upload.shape[1::-1]}")
         return max(1, len(marked))
-    marked_ids = {face.id for face in marked}
     kept = 0
-    for face in photo.faces.all():
+    for face in faces:
         change = difference(face_core(rendered, face), face_core(upload, face))
-        if face.id not in marked_ids:
+        if face.id not in marked:
             tally.intact.append(change)
             continue
         tally.blurred.append((change, f"{key}: face {face.id}"))
