@@ -55,7 +55,7 @@ def check_image(data: bytes) -> None:
     try:
         still = Still(data)
         image = still.image
-        still.why_rendered()  # the scan of what else the bytes hold must not break on them either
+        still.why_rendered  # noqa: B018  (the scan of what else the bytes hold must not break on them either)
     except PermanentJobError:
         return
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:

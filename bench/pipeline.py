@@ -189,7 +189,7 @@ class StageTimer:
 
         from faces.engines.insightface import InsightFaceEngine
         from faces.jobs import photo_jobs
-        from faces.media import media, still
+        from faces.media import still
         from faces.rendering import files, painters
 
         self._wrap(photo_jobs, "read_object", "fetch")
@@ -199,11 +199,10 @@ class StageTimer:
         self._wrap(photo_jobs, "match_faces", "match")
         self._wrap(photo_jobs, "cluster_faces", "match")
         self._wrap(files, "plan_files", "match")
-        self._wrap(painters, "blur_ellipse", "blur")
+        self._wrap(painters, "blur_face", "blur")
         self._wrap(painters, "blur_rectangle", "blur")
         self._wrap(still, "encode_jpeg", "encode")
-        self._wrap(media, "encode_jpeg", "encode")
-        self._wrap(media, "thumbnail", "encode")
+        self._wrap(still, "poster", "encode")
         # Uploads run in a pool beside the next file's render and encode; this is the wait
         # left after the last encode.
         self._wrap(files, "_wait_for_all", "upload")

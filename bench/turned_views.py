@@ -9,7 +9,7 @@ right way up in its aligned crop scores about 0.9-1.0 there; the wrong way up ab
 
 Rules: the detector's score (what the merge did before: one NMS over both kinds of level), the score with a
 margin for the upright view, and the recogniser's feature norm (the kept view's norm against the other's;
-the worker's rule: faces.engines.base.TURNED_NORM_MARGIN).
+the worker's rule: faces.engines.insightface.TURNED_NORM_MARGIN).
 
 Usage: python bench/turned_views.py [SET_DIR] [--faces N] [--glob PATTERN]
 """
@@ -42,7 +42,7 @@ def main() -> None:
 
     django.setup()
     from faces.engines import resident_engine
-    from faces.engines.base import TURNED_NORM_MARGIN
+    from faces.engines.insightface import TURNED_NORM_MARGIN
 
     started = time.perf_counter()
     engine = resident_engine()

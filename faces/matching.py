@@ -151,6 +151,11 @@ class PhotoMatch:
             result.append((self.candidates.user_ids[column] if matched else None, similarity))
         return result
 
+    def blurred_by_file(self) -> dict[uuid.UUID | None, list[bool]]:
+        """Per file, the public one (None) first, then one for each DNP member matched in the photo (their own
+        face unblurred): which faces it blurs (`blurred`)."""
+        return {viewer: self.blurred(viewer) for viewer in [None, *self.own_file_users()]}
+
     def own_file_users(self) -> list[uuid.UUID]:
         """DNP members matched in this photo: each gets a file with their own face unblurred."""
         dnp = {u for u, is_dnp in zip(self.candidates.user_ids, self.candidates.dnp, strict=True) if is_dnp}

@@ -7,7 +7,7 @@ already gives say how poorly, each measured on real photos of real people (`mana
 - the face's width in pixels of the displayed image;
 - the head turn, from the five landmarks: how far the nose sits from the eyes' midpoint along the line
   through the eyes, in eye distances (0 frontal; 0.5 a strong turn; about 1 a profile);
-- the embedding norm, the recogniser's feature norm before normalisation (faces/engines/base.py): small
+- the embedding norm, the recogniser's feature norm before normalisation (faces/engines/insightface.py): small
   when the crop hardly looks like a face to it.
 """
 

@@ -17,12 +17,10 @@ def read_object(key: str) -> bytes:
     """
     try:
         with default_storage.open(key, "rb") as handle:
-            data = handle.read(limits.most_upload_bytes() + 1)
+            return limits.read_upload(handle, key)
     except FileNotFoundError:
         raise MissingObject(f"no object at {key}") from None
     except botocore.exceptions.ClientError as error:
         if str(error.response.get("Error", {}).get("Code")) in _MISSING_CODES:
             raise MissingObject(f"no object at {key}") from None
         raise
-    limits.check_upload(key, len(data))
-    return data

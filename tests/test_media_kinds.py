@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from faces.engines.base import FaceEngine
+from faces.engines.insightface import InsightFaceEngine
 from faces.media import video as video_module
 from faces.models import EventMember, Photo, UnknownCluster
 from momentlens.devservices.pixels import difference
@@ -243,7 +243,7 @@ def test_reprocess_renders_a_clip_again_from_its_stored_tracks_without_detecting
     def no_detection(*args, **kwargs):
         raise AssertionError("reprocess detected")
 
-    monkeypatch.setattr(FaceEngine, "analyze", no_detection)
+    monkeypatch.setattr(InsightFaceEngine, "analyze", no_detection)
     EventMember.objects.filter(event_id=photo.event_id, user_id=user).update(status="left")
     send({"job": "reprocess", "photo_id": str(photo.id)})
     run_worker_drain()

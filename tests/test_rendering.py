@@ -10,7 +10,7 @@ from PIL import Image
 from faces import thresholds
 from faces.engines import resident_engine
 from faces.media.codec import encode_jpeg, thumbnail
-from faces.rendering.blur import FACE_EXPANSION, blur_ellipse, blur_rectangle, expanded_face_box, region_box
+from faces.rendering.blur import FACE_EXPANSION, blur_ellipse, blur_face, blur_rectangle, expanded_face_box, region_box
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 
@@ -29,7 +29,7 @@ def test_a_blurred_face_no_longer_matches_its_owner_at_the_blur_threshold(group)
         reference = engine.analyze(samples.derived_portrait(group, face.box))[0].embedding
         assert float(face.embedding @ reference) >= blur_at, "unblurred, the face does match its reference"
         blurred = group.copy()
-        blur_ellipse(blurred, expanded_face_box(fraction_box(face, width, height), width, height))
+        blur_face(blurred, fraction_box(face, width, height), width, height)
         blurred = cv2.imdecode(np.frombuffer(encode_jpeg(blurred), np.uint8), cv2.IMREAD_COLOR)
         for found in engine.analyze(blurred):
             overlaps = not (found.box[2] < face.box[0] or found.box[0] > face.box[2])

@@ -69,7 +69,7 @@ def test_a_sweep_between_a_jobs_uploads_and_its_commit_deletes_nothing_it_wrote(
 def test_the_sweep_never_deletes_a_version_newer_than_the_committed_one(dnp_photo):
     """What a failed try left (v1 while the row still says 0) may belong to a try still running: kept."""
     photo = dnp_photo
-    left_by_a_failed_try = keys.public_keys(photo.event_id, photo.id, 1, keys.try_token())
+    left_by_a_failed_try = keys.render_keys(photo.event_id, photo.id, 1, [None]).files[None]
     for key in left_by_a_failed_try:
         files.put(key, b"written by a try that rolled back")
     assert sweep_orphans(photo.event_id) == "sweep_orphans deleted=0 busy=0"
@@ -83,7 +83,7 @@ def test_uploads_under_the_derived_prefix_are_never_deleted(group, group_faces, 
     photo_id = uuid.uuid4()
     prefix = keys.photo_prefix(event.id, photo_id)
     # A reference upload in a derived shape, under the folder of a photo that does not exist.
-    stray = keys.user_keys(event.id, uuid.uuid4(), 1, keys.try_token(), user)[0]
+    stray = keys.render_keys(event.id, uuid.uuid4(), 1, [user]).files[user][0]
     reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
     factories.upload(stray, data=default_storage.open(reference.upload_key).read())
     reference.upload_key = stray

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from faces.checkpoint import Checkpoint, never_stop
 from faces.detection.clips import detect_clip
-from faces.detection.memory import detections_of
+from faces.detection.memory import remembered_looks
 from faces.engines import DetectedFace, FaceEngine, resident_engine
 from faces.media import Media, Still
 from faces.models import Face, Photo
@@ -24,9 +24,10 @@ def detect_and_store(photo: Photo, media: Media, checkpoint: Checkpoint = never_
     A retry of a try that failed after detecting reuses that detection, and a try stopped half-way for privacy
     work reuses the looks it took (faces.detection.memory).
     """
-    engine = resident_engine()
-    found = detections_of(photo, media.data, engine, lambda looks: sightings(media, looks, checkpoint))
-    rows = [face_row(photo, face, media.width, media.height, time, track) for time, track, face in found]
+    looks = remembered_looks(photo, media.data, resident_engine())
+    if looks.found is None:
+        looks.found = sightings(media, looks, checkpoint)
+    rows = [face_row(photo, face, media.width, media.height, time, track) for time, track, face in looks.found]
     Face.objects.bulk_create(rows)
     photo.faces_detected_at = timezone.now()
     photo.save(update_fields=["faces_detected_at"])

@@ -18,8 +18,6 @@ Only this process remembers: a retry in another process, or after a restart, det
 
 import hashlib
 from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -30,18 +28,14 @@ SIZE = 4
 STRIDE = 4
 
 
-@dataclass
-class Remembered:
-    looks: dict = field(default_factory=dict)
-    found: list | None = None
-
-
 class RememberedLooks:
-    """An engine whose `analyze` answers from memory what it already answered for this upload."""
+    """An engine whose `analyze` answers from memory what it already answered for this upload; `found` is
+    what the whole detection found, once it finished (None until then)."""
 
-    def __init__(self, engine, looks: dict):
-        self._engine, self._looks = engine, looks
+    def __init__(self, engine):
+        self._engine, self._looks = engine, {}
         self.name = engine.name
+        self.found: list | None = None
 
     def analyze(self, image: np.ndarray, **options) -> list:
         asked = {name: value for name, value in options.items() if name != "checkpoint"}
@@ -51,20 +45,18 @@ class RememberedLooks:
         return self._looks[key]
 
 
-_remembered: OrderedDict[tuple, Remembered] = OrderedDict()
+_remembered: OrderedDict[tuple, RememberedLooks] = OrderedDict()
 
 
-def detections_of(photo, data: bytes, engine, detect: Callable[[RememberedLooks], list]) -> list:
-    """What `detect(engine)` finds in the upload `data`, from memory when this process already detected this
-    photo's upload; `detect` is given the engine with the looks it already took."""
+def remembered_looks(photo, data: bytes, engine) -> RememberedLooks:
+    """`engine` with this process's memory of the photo's upload `data`: the looks it already took, and what
+    the whole detection found if it finished."""
     key = (photo.id, photo.upload_key, engine.name, _digest(np.frombuffer(data, np.uint8)))
-    remembered = _remembered.setdefault(key, Remembered())
+    looks = _remembered.setdefault(key, RememberedLooks(engine))
     _remembered.move_to_end(key)
     while len(_remembered) > SIZE:
         _remembered.popitem(last=False)
-    if remembered.found is None:
-        remembered.found = detect(RememberedLooks(engine, remembered.looks))
-    return remembered.found
+    return looks
 
 
 def _digest(pixels: np.ndarray) -> bytes:

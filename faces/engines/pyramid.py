@@ -38,7 +38,7 @@ turned each quarter (shrunk to the first of them before it is turned), and what 
 turned back. Their landmarks keep their meaning. Upright first: a turned face adds a face only where
 the upright levels found none; where they found the same face, it comes back as that face's turned
 view, and the engine keeps the upright one unless the recogniser sees the turned one far better
-(faces/engines/base.py, `upright_first`). A turned level may score an upright face higher than the
+(faces/engines/insightface.py, `upright_first`). A turned level may score an upright face higher than the
 upright levels do, with its mouth above its eyes.
 
 The cost is almost all the finest level: fine_scale² times the photo's pixels, plus

@@ -124,7 +124,7 @@ def publish_path(photo: Photo, upload: Media, match: PhotoMatch | None, checkpoi
 
 def _rendered_because(upload: Media) -> dict:
     """For the job's log line: why a still's public file is rendered rather than its upload (a clip's: no line)."""
-    why = upload.why_rendered()
+    why = upload.why_rendered
     return {"rendered_because": "; ".join(why)} if why else {}
 
 

@@ -23,8 +23,9 @@ from PIL import Image
 from faces.checkpoint import Checkpoint, never_stop
 from faces.media import limits
 from faces.media.clip import Clip
+from faces.media.codec import poster
 from faces.media.kinds import MediaKind
-from faces.media.media import Painter, RenderedFile, poster
+from faces.media.media import Painter, RenderedFile
 from faces.media.still import over_white
 from jobqueue.api import PermanentJobError
 

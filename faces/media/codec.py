@@ -1,4 +1,4 @@
-"""JPEG out: libjpeg-turbo through OpenCV (bench/jpeg_codec.py compares simplejpeg)."""
+"""JPEG out, and every file's poster: libjpeg-turbo through OpenCV (bench/jpeg_codec.py compares simplejpeg)."""
 
 import cv2
 import numpy as np
@@ -23,3 +23,8 @@ def thumbnail(image: np.ndarray) -> np.ndarray:
         return image
     size = (max(1, round(width * scale)), max(1, round(height * scale)))
     return cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+
+
+def poster(frame: np.ndarray) -> bytes:
+    """A file's JPEG thumbnail, cut from its own (blurred) first frame."""
+    return encode_jpeg(thumbnail(frame))

@@ -95,6 +95,19 @@ def image_header(data: bytes):
         raise UndecodableImage(f"not an image: {type(error).__name__}: {error}") from None
 
 
+@contextlib.contextmanager
+def still_header(data: bytes):
+    """The header of an upload that must be one picture (a still); a video container or a multi-frame image
+    is refused: unsupported_media."""
+    container = video_container(data)
+    if container:
+        raise UnsupportedMedia(f"a video container ({container}), where only a still will do")
+    with image_header(data) as header:
+        if is_multi_frame(header):
+            raise UnsupportedMedia(f"a {header.format} with more than one frame, where only a still will do")
+        yield header
+
+
 def video_container(data: bytes) -> str | None:
     """The container's name when the bytes are a video container (whatever the key says), else None."""
     if data[4:8] == b"ftyp" and data[8:12] not in STILL_FTYP_BRANDS:

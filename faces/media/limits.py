@@ -3,6 +3,8 @@
 A refusal is a PermanentJobError: the job is archived with its `reason`, never retried.
 """
 
+from typing import BinaryIO
+
 from django.conf import settings
 
 from jobqueue.api import PermanentJobError
@@ -40,16 +42,14 @@ class UndecodableMedia(PermanentJobError):
     reason = "undecodable_media"
 
 
-def most_upload_bytes() -> int:
-    """MEDIA_MAX_UPLOAD_BYTES: more than this is never read into memory (faces/storage_io.py)."""
-    return settings.MEDIA_MAX_UPLOAD_BYTES
-
-
-def check_upload(key: str, size: int) -> None:
-    """Raise MediaTooLarge for an object larger than MEDIA_MAX_UPLOAD_BYTES."""
-    limit = most_upload_bytes()
-    if size > limit:
+def read_upload(handle: BinaryIO, key: str) -> bytes:
+    """The bytes of the object `key`, open as `handle`; MediaTooLarge for one larger than MEDIA_MAX_UPLOAD_BYTES,
+    of which no more than that is ever read into memory."""
+    limit = settings.MEDIA_MAX_UPLOAD_BYTES
+    data = handle.read(limit + 1)
+    if len(data) > limit:
         raise MediaTooLarge(f"{key} is larger than MEDIA_MAX_UPLOAD_BYTES ({limit} bytes)")
+    return data
 
 
 def check_still_bytes(size: int) -> None:

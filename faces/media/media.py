@@ -15,7 +15,6 @@ from typing import Protocol
 import numpy as np
 
 from faces.checkpoint import Checkpoint, never_stop
-from faces.media.codec import encode_jpeg, thumbnail
 from faces.media.kinds import MediaKind
 
 
@@ -47,10 +46,8 @@ class Media(ABC):
     duration_ms: int | None
     # Whether the upload's own bytes may be the public file; only a plain still's may.
     published_as_is: bool = False
-
-    def why_rendered(self) -> list[str]:
-        """For the job's log line: why the public file is rendered rather than the upload (a clip always is)."""
-        return []
+    # For the job's log line: why a still's public file is rendered rather than its upload (a clip always is).
+    why_rendered: tuple[str, ...] = ()
 
     @abstractmethod
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
@@ -60,7 +57,3 @@ class Media(ABC):
     def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> Iterable[RenderedFile]:
         """One file per painter, each from every frame with that painter's blur; `checkpoint` is called
         before each frame (it may raise to stop the render)."""
-
-
-def poster(frame: np.ndarray) -> bytes:
-    return encode_jpeg(thumbnail(frame))

@@ -20,7 +20,6 @@ Only one picture will do: a multi-frame upload opened as a still (a reference se
 worker never looked at.
 """
 
-import contextlib
 import io
 from collections.abc import Iterator
 from functools import cached_property
@@ -32,9 +31,9 @@ from PIL import Image
 from faces.checkpoint import Checkpoint, never_stop
 from faces.media import limits
 from faces.media.attachments import ORIENTATION_TAG, attachments
-from faces.media.codec import encode_jpeg
-from faces.media.kinds import MediaKind, image_header, is_multi_frame, video_container
-from faces.media.media import Media, Painter, RenderedFile, poster
+from faces.media.codec import encode_jpeg, poster
+from faces.media.kinds import MediaKind, still_header
+from faces.media.media import Media, Painter, RenderedFile
 
 # Formats decoded through Pillow (pillow-heif and Pillow's AVIF plugin); OpenCV decodes the rest.
 PILLOW_FORMATS = {"HEIF", "AVIF"}
@@ -62,7 +61,7 @@ class Still(Media):
 
     def __init__(self, data: bytes):
         limits.check_still_bytes(len(data))
-        with _single_picture(data) as header:
+        with still_header(data) as header:
             stored_width, stored_height = header.size
             self.format = header.format
             self.orientation = _orientation(header)
@@ -95,11 +94,12 @@ class Still(Media):
         self.image  # noqa: B018  (decoding tells whether transparency changes what it shows)
         return not self._transparent
 
-    def why_rendered(self) -> list[str]:
+    @cached_property
+    def why_rendered(self) -> tuple[str, ...]:
         """Why the public file is rendered rather than the upload itself (empty when it may be itself)."""
         if self.published_as_is:
-            return []
-        return self.attachments or ["transparency that hides or changes what a viewer sees"]
+            return ()
+        return tuple(self.attachments) or ("transparency that hides or changes what a viewer sees",)
 
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         yield 0.0, self.image
@@ -116,18 +116,6 @@ class Still(Media):
     def _flattened(self, bgra: np.ndarray) -> np.ndarray:
         self._transparent = bool(bgra[..., 3].min() < 255)
         return over_white(bgra)
-
-
-@contextlib.contextmanager
-def _single_picture(data: bytes) -> Iterator[Image.Image]:
-    """The image's header; a video container or a multi-frame image is refused: unsupported_media."""
-    container = video_container(data)
-    if container:
-        raise limits.UnsupportedMedia(f"a video container ({container}), where only a still will do")
-    with image_header(data) as header:
-        if is_multi_frame(header):
-            raise limits.UnsupportedMedia(f"a {header.format} with more than one frame, where only a still will do")
-        yield header
 
 
 def over_white(pixels: np.ndarray) -> np.ndarray:

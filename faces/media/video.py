@@ -25,8 +25,9 @@ import numpy as np
 from faces.checkpoint import Checkpoint, never_stop
 from faces.media import limits
 from faces.media.clip import Clip
+from faces.media.codec import poster
 from faces.media.kinds import MediaKind
-from faces.media.media import Painter, RenderedFile, poster
+from faces.media.media import Painter, RenderedFile
 
 # x264: "veryfast" is the speed the 4x-real-time goal allows on two cores (bench/media.py);
 # CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.

@@ -45,6 +45,12 @@ def region_box(region: dict, width: int, height: int) -> tuple[int, int, int, in
     return _clip(x * width, y * height, (x + w) * width, (y + h) * height, width, height)
 
 
+def blur_face(image: np.ndarray, box: tuple[float, float, float, float], width: int, height: int) -> None:
+    """The face `box` (x, y, w, h fractions of the width x height image) blurred: an ellipse over it, grown by
+    FACE_EXPANSION and restored past the image's edge (expanded_face_box)."""
+    blur_ellipse(image, expanded_face_box(box, width, height))
+
+
 def blur_ellipse(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
     """Blur, in place, the part inside the image of the ellipse inscribed in `box` (which may overhang the image).
 

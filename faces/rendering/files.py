@@ -50,17 +50,13 @@ def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) 
     """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred
     (unless `always`: an upload that may not be published as itself, a clip or a still with more in its
     bytes than the picture the worker saw)."""
-    if match is None:
-        viewers, decisions = [None], {None: []}
-    else:
-        viewers = [None, *match.own_file_users()]
-        decisions = {viewer: match.blurred(viewer) for viewer in viewers}
+    decisions = {None: []} if match is None else match.blurred_by_file()
     if not always and not photo.blur_regions and not any(decisions[None]):
         return []
     faces = match.faces if match else []
     return [
-        PlannedFile(viewer, [face for face, blurred in zip(faces, decisions[viewer], strict=True) if blurred])
-        for viewer in viewers
+        PlannedFile(viewer, [face for face, blurred in zip(faces, chosen, strict=True) if blurred])
+        for viewer, chosen in decisions.items()
     ]
 
 
@@ -96,12 +92,13 @@ def render_and_publish(
     """
     width, height = media.width, media.height
     planned = plan_files(photo, match, always=not media.published_as_is)
-    token = next_version(photo)
+    # The version this render commits, on the row in memory (saved when it publishes).
+    photo.variant_version += 1
     regions = [region_box(region, width, height) for region in photo.blur_regions]
     painters = painters_of([file.faces for file in planned], match.faces if match else [], regions, width, height)
     rendered = media.render(painters, checkpoint)
     encoded = ((file.data, file.poster) for file in rendered)
-    files = upload_files(photo, planned, encoded, media.extension, token, checkpoint)
+    files = upload_files(photo, planned, encoded, media.extension, checkpoint)
     # Read once every frame went by: a video's duration is the clock its frames' times come from.
     photo.width, photo.height, photo.media_type, photo.duration_ms = width, height, media.kind, media.duration_ms
     publish(photo)
@@ -113,35 +110,28 @@ def upload_files(
     planned: list[PlannedFile],
     encoded: Iterable[tuple[bytes, bytes]],
     ext: str,
-    token: str,
     checkpoint: Checkpoint,
 ) -> int:
-    """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`) under this try's folder
-    (`token`, from next_version), then point the rows at them, in memory for the photo row (`publish` writes
+    """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`) in this try's own folder
+    (faces/rendering/keys.py), then point the rows at them, in memory for the photo row (`publish` writes
     it). The uploads run in the pool while the next file is encoded. A try whose session the server closed
     writes nothing (`checkpoint`, jobqueue/context.py): another reader may be on its message; one that writes
     anyway writes its own keys, in the folder the `render_folder` line names: no row names them unless this
     try commits, and the sweeps delete them (tests/chaos checks both for every try cut off from its session)."""
     checkpoint()
-    folder = keys.render_folder(photo.event_id, photo.id, photo.variant_version, token)
-    log.info("render_folder", extra={"photo_id": str(photo.id), "folder": folder})
-    pairs = zip(planned, encoded, strict=True)
-    uploaded = [_upload(photo, file.viewer, data, thumb, ext, token) for file, (data, thumb) in pairs]
+    viewers = [file.viewer for file in planned]
+    written = keys.render_keys(photo.event_id, photo.id, photo.variant_version, viewers, ext)
+    log.info("render_folder", extra={"photo_id": str(photo.id), "folder": written.folder})
+    pairs = zip(viewers, encoded, strict=True)
+    uploaded = [_upload(*written.files[viewer], data, thumb) for viewer, (data, thumb) in pairs]
     _wait_for_all(uploaded)
-    for viewer, (key, thumb_key, _) in zip([file.viewer for file in planned], uploaded, strict=True):
+    for viewer, (key, thumb_key, _) in zip(viewers, uploaded, strict=True):
         _point_at(photo, viewer, key, thumb_key)
     if not planned:
         _point_public_at_upload(photo)
-    _drop_stale_variants(photo, [file.viewer for file in planned if file.viewer is not None])
+    _drop_stale_variants(photo, [viewer for viewer in viewers if viewer is not None])
     photo.render_plan = render_plan(photo, planned)
     return len(planned)
-
-
-def next_version(photo: Photo) -> str:
-    """The version this render commits, on the row in memory (saved when it publishes); returns the try's
-    token for its keys (faces/rendering/keys.py)."""
-    photo.variant_version += 1
-    return keys.try_token()
 
 
 def _point_public_at_upload(photo: Photo) -> None:
@@ -153,14 +143,8 @@ def _drop_stale_variants(photo: Photo, viewers: list[uuid.UUID]) -> None:
     PhotoVariant.objects.filter(photo=photo).exclude(user_id__in=viewers).delete()
 
 
-def _upload(
-    photo: Photo, viewer: uuid.UUID | None, data: bytes, thumb: bytes, ext: str, token: str
-) -> tuple[str, str, list]:
+def _upload(key: str, thumb_key: str, data: bytes, thumb: bytes) -> tuple[str, str, list]:
     """Starts the two uploads in the pool; returns the keys and their futures."""
-    if viewer is None:
-        key, thumb_key = keys.public_keys(photo.event_id, photo.id, photo.variant_version, token, ext)
-    else:
-        key, thumb_key = keys.user_keys(photo.event_id, photo.id, photo.variant_version, token, viewer, ext)
     return key, thumb_key, [upload_pool().submit(put, key, data), upload_pool().submit(put, thumb_key, thumb)]
 
 

@@ -8,6 +8,8 @@ before the token (`v{version}/`) are still derived keys: read, swept, never writ
 
 import re
 import secrets
+import uuid
+from dataclasses import dataclass
 
 UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 # Every shape the worker writes, and so the only shapes it may ever delete.
@@ -21,25 +23,24 @@ def photo_prefix(event_id, photo_id) -> str:
     return f"events/{event_id}/photos/{photo_id}/"
 
 
-def try_token() -> str:
-    """A render's own part of its folder's name: 8 hex digits, new for every try."""
-    return secrets.token_hex(4)
+@dataclass(frozen=True)
+class RenderKeys:
+    """The keys one try's render writes: its folder, and each file's key and its thumbnail's, by viewer (None:
+    the public file)."""
+
+    folder: str
+    files: dict[uuid.UUID | None, tuple[str, str]]
 
 
-def render_folder(event_id, photo_id, version: int, token: str) -> str:
-    """The folder one try's render writes its files in."""
-    return f"{photo_prefix(event_id, photo_id)}v{version}.{token}/"
-
-
-def public_keys(event_id, photo_id, version: int, token: str, ext: str = "jpg") -> tuple[str, str]:
-    """The file (`ext`: jpg, webp for an animated image, mp4 for a video) and its thumbnail, always a JPEG."""
-    base = f"{render_folder(event_id, photo_id, version, token)}public"
-    return f"{base}.{ext}", f"{base}_thumb.jpg"
-
-
-def user_keys(event_id, photo_id, version: int, token: str, user_id, ext: str = "jpg") -> tuple[str, str]:
-    base = f"{render_folder(event_id, photo_id, version, token)}user_{user_id}"
-    return f"{base}.{ext}", f"{base}_thumb.jpg"
+def render_keys(event_id, photo_id, version: int, viewers: list, ext: str = "jpg") -> RenderKeys:
+    """The keys of a new try's render of `version`, for the public file and each viewer's: in a folder of its
+    own (a new token), each file (`ext`: jpg, webp for an animated image, mp4 for a video) beside its
+    thumbnail, always a JPEG."""
+    folder = f"{photo_prefix(event_id, photo_id)}v{version}.{secrets.token_hex(4)}/"
+    names = {viewer: "public" if viewer is None else f"user_{viewer}" for viewer in viewers}
+    return RenderKeys(
+        folder, {viewer: (f"{folder}{name}.{ext}", f"{folder}{name}_thumb.jpg") for viewer, name in names.items()}
+    )
 
 
 def derived_version(key: str) -> int | None:

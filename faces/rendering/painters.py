@@ -6,7 +6,7 @@ import numpy as np
 
 from faces.geometry import FractionBox, FractionCorners, restored_face_box
 from faces.models import Face
-from faces.rendering.blur import blur_ellipse, blur_rectangle, expanded_face_box
+from faces.rendering.blur import blur_face, blur_rectangle
 from faces.tracks import Track, tracks_of
 
 
@@ -37,7 +37,7 @@ class BlurPainter:
 
     def __call__(self, time: float, frame: np.ndarray) -> None:
         for box in self.still_faces + _track_faces(self.tracks, time):
-            blur_ellipse(frame, expanded_face_box(box, self.width, self.height))
+            blur_face(frame, box, self.width, self.height)
         for region in self.regions:
             blur_rectangle(frame, region)
 

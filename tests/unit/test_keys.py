@@ -10,23 +10,26 @@ EVENT, PHOTO, USER = (uuid.UUID(int=n) for n in (1, 2, 3))
 
 
 def test_every_key_the_worker_writes_is_a_derived_shape_with_its_version():
-    token = keys.try_token()
-    written = [*keys.public_keys(EVENT, PHOTO, 3, token), *keys.user_keys(EVENT, PHOTO, 3, token, USER)]
+    render = keys.render_keys(EVENT, PHOTO, 3, [None, USER])
+    token = render.folder.rstrip("/").rpartition(".")[2]
+    assert render.folder == f"events/{EVENT}/photos/{PHOTO}/v3.{token}/"
+    written = [*render.files[None], *render.files[USER]]
     assert written == [
-        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/public.jpg",
-        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/public_thumb.jpg",
-        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/user_{USER}.jpg",
-        f"events/{EVENT}/photos/{PHOTO}/v3.{token}/user_{USER}_thumb.jpg",
+        f"{render.folder}public.jpg",
+        f"{render.folder}public_thumb.jpg",
+        f"{render.folder}user_{USER}.jpg",
+        f"{render.folder}user_{USER}_thumb.jpg",
     ]
     assert [keys.derived_version(key) for key in written] == [3, 3, 3, 3]
+    assert keys.render_keys(EVENT, PHOTO, 3, [None], "mp4").files[None][0].endswith("/public.mp4")
 
 
 def test_two_tries_of_one_version_never_write_the_same_key():
     """A try cut off from its session may still upload while the retry commits the same version: each
     writes its own folder, so nothing a committed row names is ever replaced."""
-    first, second = keys.try_token(), keys.try_token()
-    assert first != second
-    assert keys.public_keys(EVENT, PHOTO, 3, first)[0] != keys.public_keys(EVENT, PHOTO, 3, second)[0]
+    first, second = (keys.render_keys(EVENT, PHOTO, 3, [None]) for _ in range(2))
+    assert first.folder != second.folder
+    assert first.files[None][0] != second.files[None][0]
 
 
 def test_keys_written_before_the_try_token_are_still_derived():
