@@ -21,10 +21,15 @@ or record (mark failed, unpublish an event). It runs inside the archive's transa
 and returns how many rows it changed, for the log line. An app may register an
 archive hook for every archived message, valid job or not (the faces app: unpublish
 the photo a message names); it gets the decoded payload, or None.
+
+Every registry is filled when the apps load and read-only while a worker's loop runs (`sealed`, in
+any thread): what the loop, the heartbeat and /health read never changes under them.
 """
 
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from jobqueue.context import JobContext
@@ -44,6 +49,32 @@ class JobType:
     first: bool = False
 
 
+class RegistrySealed(RuntimeError):
+    """A registration while a worker runs: register when the apps load (AppConfig.ready), never later."""
+
+
+_running = 0  # worker loops running now, in any thread
+_running_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def sealed() -> Iterator[None]:
+    """While this lasts (a worker's loop), every registration raises RegistrySealed."""
+    global _running
+    with _running_lock:
+        _running += 1
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running -= 1
+
+
+def _open_for(what: str) -> None:
+    if _running:
+        raise RegistrySealed(f"{what} registered while a worker runs: register when the apps load")
+
+
 _jobs: dict[str, JobType] = {}
 # Every id field a registered job names, in log order: kept at registration, read per message.
 _id_fields: list[str] = []
@@ -53,6 +84,7 @@ def register(
     name: str, *, id_field: str, on_archive: ArchiveHook | None = None, first: bool = False
 ) -> Callable[[Handler], Handler]:
     def decorate(handler: Handler) -> Handler:
+        _open_for(f"job {name}")
         _jobs[name] = JobType(name, handler, id_field, on_archive, first)
         _id_fields[:] = sorted({*_id_fields, id_field})
         return handler
@@ -92,6 +124,7 @@ _archive_hooks: dict[str, AnyArchiveHook] = {}
 
 def register_archive_hook(field: str, hook: AnyArchiveHook) -> None:
     """`hook(payload)` runs in every archive's transaction; its row count is logged as `field`."""
+    _open_for(f"archive hook {field}")
     _archive_hooks[field] = hook
 
 
@@ -125,6 +158,7 @@ _periodic: dict[str, PeriodicTask] = {}
 def register_periodic(
     name: str, run: Callable[[], object], *, every_s: Callable[[], float], idle_only: bool = False
 ) -> None:
+    _open_for(f"periodic task {name}")
     _periodic[name] = PeriodicTask(name, run, every_s, idle_only)
 
 
@@ -139,6 +173,7 @@ _health_fields: dict[str, Callable[[], object]] = {}
 
 def register_health_field(name: str, value: Callable[[], object]) -> None:
     """`value()` appears in /health as `name` (the faces app: the engine and its provider)."""
+    _open_for(f"health field {name}")
     _health_fields[name] = value
 
 
@@ -152,6 +187,7 @@ _startup: dict[str, Callable[[], object]] = {}
 
 def register_startup(name: str, work: Callable[[], object]) -> None:
     """`work()` runs once per worker start, after the start checks pass and before the first read."""
+    _open_for(f"startup work {name}")
     _startup[name] = work
 
 

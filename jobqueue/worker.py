@@ -104,21 +104,8 @@ class Worker:
         """Run until drained, stopped or dead. Raises WorkerDied when the loop cannot go on."""
         self.heartbeat.start()
         try:
-            if not self.session.take(deadline=time.monotonic() + self.config.db_recovery_s):
-                return
-            self.state.update(phase="running")
-            log.info("worker_running", extra={"drain": self.drain, "once": self.once})
-            while not self.stopping:
-                try:
-                    worked = self._step()
-                except DatabaseLost as lost:
-                    self._recover(lost)
-                    continue
-                if self.once or (self.drain and not worked):
-                    break
-                self._run_periodic_tasks(idle=not worked)
-                if not worked:
-                    self._stop.wait(self.config.idle_poll_s)
+            with registry.sealed():
+                self._loop()
         except StopNow:
             log.warning("worker_abandon", extra={"outcome": "rolled_back"})
         finally:
@@ -126,6 +113,23 @@ class Worker:
             self.heartbeat.close()
             self.session.release()
             log.info("worker_stopped")
+
+    def _loop(self) -> None:
+        if not self.session.take(deadline=time.monotonic() + self.config.db_recovery_s):
+            return
+        self.state.update(phase="running")
+        log.info("worker_running", extra={"drain": self.drain, "once": self.once})
+        while not self.stopping:
+            try:
+                worked = self._step()
+            except DatabaseLost as lost:
+                self._recover(lost)
+                continue
+            if self.once or (self.drain and not worked):
+                break
+            self._run_periodic_tasks(idle=not worked)
+            if not worked:
+                self._stop.wait(self.config.idle_poll_s)
 
     def _step(self) -> bool:
         """Read and handle one message; False when none is visible."""

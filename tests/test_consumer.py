@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 
 from faces.models import Event, Photo
+from jobqueue import registry
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.registry import register
 from tests.support import factories, job_handlers
@@ -54,6 +55,27 @@ def test_a_failed_try_is_read_again_before_a_newer_message(drain):
     ]
     assert queue_rows() == []
     assert archived() == {}
+
+
+def test_a_job_cannot_register_anything_while_the_worker_runs(drain, monkeypatch):
+    """The loop reads the registries between messages; a registration from inside a job is refused, and the
+    registries are open again once the loop has ended."""
+    monkeypatch.setattr(registry, "_periodic", {})
+    refused = []
+
+    @register("test_registers_late", id_field="photo_id")
+    def registers_late(payload, ctx):
+        try:
+            registry.register_periodic("late", lambda: None, every_s=lambda: 1.0)
+        except registry.RegistrySealed as error:
+            refused.append(str(error))
+
+    send(job("test_registers_late"))
+    drain()
+    assert refused == ["periodic task late registered while a worker runs: register when the apps load"]
+    assert queue_rows() == []
+    registry.register_periodic("late", lambda: None, every_s=lambda: 1.0)
+    assert list(registry._periodic) == ["late"]
 
 
 def test_first_class_messages_are_read_before_older_ordinary_ones_oldest_first(drain):

@@ -52,10 +52,16 @@ def test_a_crash_counts_as_a_try_and_repeated_crashes_end_archived(env, tmp_path
     assert archived() == {killer: (4, "crashed_worker")}
 
 
+# Long enough that the first worker is still reading when the second has started (Django, the checks and the
+# engine: about 5 s on a 2-core machine) and waits for the lock.
+JOB_SECONDS = 0.4
+
+
 def reading_then_second(env, tmp_path, jobs: int):
-    """`jobs` short jobs, a first worker reading them, then a second worker started: (first, second, its log)."""
+    """`jobs` jobs of JOB_SECONDS, a first worker reading them, then a second worker started: (first, second,
+    its log)."""
     for _ in range(jobs):
-        send(job("test_record", seconds=0.1))
+        send(job("test_record", seconds=JOB_SECONDS))
     first = spawn_worker(env, log_path=tmp_path / "first.log")
     wait_for(lambda: done_by(first.pid) > 0)
     second_log = tmp_path / "second.log"
