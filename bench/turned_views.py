@@ -11,6 +11,9 @@ Rules: the detector's score (what the merge did before: one NMS over both kinds 
 margin for the upright view, and the recogniser's feature norm (the kept view's norm against the other's;
 the worker's rule: faces.engines.insightface.TURNED_NORM_MARGIN).
 
+Last, whether the turned view could go unembedded when both views stand the same way up (their eyes-to-mouth
+directions within AGREE_DEGREES): how often the worker's rule keeps the turned view of such a pair anyway.
+
 Usage: python bench/turned_views.py [SET_DIR] [--faces N] [--glob PATTERN]
 """
 
@@ -29,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 WRONG = 0.5  # below this against the face upright, the kept view is the wrong way up
 SCORE_MARGINS = (0.0, 0.03, 0.05, 0.1)
 NORM_RATIOS = (1.0, 1.1, 1.2)
+AGREE_DEGREES = 20.0
 
 
 def main() -> None:
@@ -69,8 +73,15 @@ def main() -> None:
         sum(1 for v in found if v.kept_sim(v.turned_norm >= TURNED_NORM_MARGIN * v.upright_norm) < WRONG)
         for found in rows.values()
     )
+    agreeing = [v for found in rows.values() for v in found if v.disagreement <= AGREE_DEGREES]
+    turned_kept = [v for v in agreeing if v.turned_norm >= TURNED_NORM_MARGIN * v.upright_norm]
+    upright_wrong = sum(1 for v in turned_kept if v.kept_sim(False) < WRONG)
     seconds = time.perf_counter() - started
     print(f"\nthe worker's rule (norm x {TURNED_NORM_MARGIN:g}): {chosen}/{total} wrong; {seconds:.0f} s")
+    print(
+        f"views standing the same way up (within {AGREE_DEGREES:g} degrees): {len(agreeing)}/{total}; the rule keeps "
+        f"the turned one of {len(turned_kept)}, {upright_wrong} of whose upright views embed wrongly"
+    )
 
 
 class Views:
@@ -80,6 +91,9 @@ class Views:
         self.upright_score, self.turned_score = float(upright.score), float(turned.score)
         self.upright_norm, self.turned_norm = float(seen.norms[0]), float(seen.norms[1])
         self.similarity = (float(seen.vectors[0] @ native), float(seen.vectors[1] @ native))
+        # Degrees between the two views' eyes-to-mouth directions (0: they stand the same way up).
+        turn = abs(_eyes_to_mouth(upright.landmarks) - _eyes_to_mouth(turned.landmarks)) % 360
+        self.disagreement = min(turn, 360 - turn)
 
     def kept_sim(self, turned_kept: bool) -> float:
         return self.similarity[1] if turned_kept else self.similarity[0]
@@ -119,6 +133,12 @@ def turned_views(engine, upright: np.ndarray) -> list:
         seen = engine.embed_many(image, [face, face.turned])
         result.append(Views(face, face.turned, seen, native))
     return result
+
+
+def _eyes_to_mouth(landmarks: np.ndarray) -> float:
+    """The direction from the eyes' midpoint to the mouth's, in degrees (0: straight down the picture)."""
+    down = landmarks[3:5].mean(axis=0) - landmarks[:2].mean(axis=0)
+    return float(np.degrees(np.arctan2(down[0], down[1])))
 
 
 def _off_centre(box, width: int, height: int) -> float:

@@ -51,6 +51,7 @@ def test_turned_views(tiny_set):
     out = bench("bench/turned_views.py", str(tiny_set), "--glob", "*/*.jpg")
     assert "| 180° |" in out
     assert "the worker's rule (norm x 1.1):" in out
+    assert "views standing the same way up (within 20 degrees):" in out
 
 
 def test_dnp_visibility(tiny_set):
