@@ -5,7 +5,9 @@ What one `face_process` crosses: one still (t1.jpg) and one short clip (a few fr
 event with a DNP member whose reference is ready, run through the face_process handler in process, on a throwaway
 embedded PostgreSQL and filesystem storage, under `sys.setprofile`. A module is one file of faces/ or jobqueue/; a
 crossing is a distinct (calling module, called module, called function) where the two modules differ: how often a
-reader following one photo from the message to the published row has to open another file.
+reader following one photo from the message to the published row has to open another file. A call the standard
+library makes on the code's behalf (a `cached_property`'s first read, a context manager's body entered through
+`contextlib`) has the library as its caller, so it is not counted.
 
 python scripts/code_shape.py [--face-path] [--list]   (--list: every crossing, not only the counts)
 """
