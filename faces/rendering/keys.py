@@ -32,15 +32,13 @@ class RenderKeys:
     files: dict[uuid.UUID | None, tuple[str, str]]
 
 
-def render_keys(event_id, photo_id, version: int, viewers: list, ext: str = "jpg") -> RenderKeys:
+def render_keys(event_id, photo_id, version: int, viewers: list[uuid.UUID | None], ext: str = "jpg") -> RenderKeys:
     """The keys of a new try's render of `version`, for the public file and each viewer's: in a folder of its
     own (a new token), each file (`ext`: jpg, webp for an animated image, mp4 for a video) beside its
     thumbnail, always a JPEG."""
     folder = f"{photo_prefix(event_id, photo_id)}v{version}.{secrets.token_hex(4)}/"
-    names = {viewer: "public" if viewer is None else f"user_{viewer}" for viewer in viewers}
-    return RenderKeys(
-        folder, {viewer: (f"{folder}{name}.{ext}", f"{folder}{name}_thumb.jpg") for viewer, name in names.items()}
-    )
+    bases = {viewer: folder + ("public" if viewer is None else f"user_{viewer}") for viewer in viewers}
+    return RenderKeys(folder, {viewer: (f"{base}.{ext}", f"{base}_thumb.jpg") for viewer, base in bases.items()})
 
 
 def derived_version(key: str) -> int | None:
