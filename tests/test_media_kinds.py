@@ -145,6 +145,22 @@ def test_an_animation_cut_short_is_archived_on_its_first_try(group, test_thresho
     archived_unpublished(data[: len(data) // 2], reason)
 
 
+def test_a_video_is_read_once_to_be_taken_on(group, monkeypatch):
+    """Its timestamps and its first frame (size, turn) come from one read of the file; no other frame is decoded
+    before the detection pass streams it."""
+    frames = [np.roll(small(group), shift, axis=1) for shift in range(0, 48, 6)]
+    data = video(frames, ".mp4")
+    opened, decoded = [], []
+    real_open, real_decode = av.open, av.Packet.decode
+    monkeypatch.setattr(video_module.av, "open", lambda *a, **k: opened.append(1) or real_open(*a, **k))
+    monkeypatch.setattr(av.Packet, "decode", lambda packet: decoded.append(packet.pts) or real_decode(packet))
+    clip = video_module.Video(data)
+    assert (len(opened), len(decoded), clip.frame_count) == (1, 1, 8), f"packets decoded to take it on: {decoded}"
+    shown = list(clip.frames())
+    assert len(shown) == 8
+    assert shown[0][1].shape[:2] == (clip.height, clip.width)
+
+
 def test_an_upload_over_the_byte_limit_is_never_read_whole(group, test_thresholds, settings):
     """Whatever its kind: the bytes are counted while they are read, before any header is looked at."""
     settings.MEDIA_MAX_UPLOAD_BYTES = 10_000

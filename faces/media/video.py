@@ -7,9 +7,10 @@ upload's own time base (a variable frame rate and gaps included); timestamps tha
 go backwards are moved one frame past the one before. A frame of another size than the first
 (a recording whose resolution changes) is scaled to the first frame's size. Audio is decoded
 and encoded again, never copied packet for packet: a packet can carry any bytes, a picture
-included; one that does not decode is dropped. Nothing is ever held whole: the detection pass
-and the render pass each stream the file once, and every output of the render pass is encoded
-from the same decoded frame.
+included; one that does not decode is dropped. Nothing is ever held whole: opening reads the
+packets' timestamps and decodes the first frame in one pass, the detection pass and the render
+pass each stream the file once, and every output of the render pass is encoded from the same
+decoded frame.
 """
 
 import io
@@ -47,24 +48,14 @@ class Video(Clip):
 
     def __init__(self, data: bytes):
         self.data = data
-        with self._open() as container:
-            stream = container.streams.video[0]
-            width, height = stream.codec_context.width, stream.codec_context.height
-            self._rate = stream.average_rate or stream.guessed_rate or Fraction(30)
-            # Timestamps come from the packets alone: no frame is decoded before the limits are checked.
-            stamps = sorted(packet.pts for packet in _demuxed(container, stream) if packet.pts is not None)
-            time_base = stream.time_base
-        if not stamps:
-            raise limits.UndecodableMedia("a video stream without a single timestamped frame")
+        first, stamps, time_base, self._rate = self._header()
         self._first_pts, self._time_base = stamps[0], time_base
         self._frame_s = float(1 / self._rate)
         self.frame_count = len(stamps)
         self.duration_ms = round((self._seconds(stamps[-1]) + self._frame_s) * 1000)
-        limits.check_clip(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
         # Phones record the sensor's way up and say how to turn it (the display matrix). The frames
         # are turned upright before anything looks at them (a face on its side is not detected),
         # and the outputs are written upright, with no matrix.
-        first = self._first_frame()
         self._rotation = first.rotation % 360
         # Every frame is shown at the first frame's size (a resolution change mid-stream is scaled to it).
         self._size = (first.width, first.height)
@@ -73,6 +64,26 @@ class Video(Clip):
         self.width, self.height = (height, width) if self._rotation in (90, 270) else (width, height)
         # Frames with nothing to blur skip the BGR round trip, unless they need turning or padding.
         self._as_decoded = self._rotation == 0 and width % 2 == 0 and height % 2 == 0
+
+    def _header(self) -> tuple[av.VideoFrame, list[int], Fraction, Fraction]:
+        """One read of the stream: its first frame (decoded only once the header's frame size is within the
+        limit), every packet's timestamp (from the packets alone: no other frame is decoded), its time base and
+        its frame rate."""
+        with self._open() as container:
+            stream = container.streams.video[0]
+            limits.check_frame(stream.codec_context.width, stream.codec_context.height)
+            rate = stream.average_rate or stream.guessed_rate or Fraction(30)
+            first, stamps = None, []
+            for packet in _demuxed(container, stream):
+                if packet.pts is not None:
+                    stamps.append(packet.pts)
+                if first is None:
+                    first = next(iter(_decoded(packet)), None)
+            if not stamps:
+                raise limits.UndecodableMedia("a video stream without a single timestamped frame")
+            if first is None:
+                raise limits.UndecodableMedia("the video stream decoded to no frame")
+            return first, sorted(stamps), stream.time_base, rate
 
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
         for frame, time in self._timed(self._decoded_frames()):
@@ -95,13 +106,6 @@ class Video(Clip):
             # A whole pass: the clip lasts until one frame past its last frame, on the clock its frames' times
             # (the faces' frame_time, the output's timestamps) come from; until then, the packets' estimate.
             self.duration_ms = round((time + self._frame_s) * 1000)
-
-    def _first_frame(self) -> av.VideoFrame:
-        with self._open() as container:
-            for packet in _demuxed(container, container.streams.video[0]):
-                for frame in _decoded(packet):
-                    return frame
-        raise limits.UndecodableMedia("the video stream decoded to no frame")
 
     def _upright(self, frame: av.VideoFrame) -> np.ndarray:
         limits.check_frame(frame.width, frame.height)
