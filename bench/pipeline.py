@@ -29,6 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 MODEL = ("detect", "embed")
 CODEC = ("decode", "encode")
+# What the worker's startup work built (the engine), handed to every drain's jobs as run_worker hands it.
+RESOURCES: dict = {}
 
 
 def main() -> None:
@@ -85,9 +87,9 @@ def setup_django(uri: str, s3) -> None:
         "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": s3.storage_options()},
     }
     import faces.jobs  # noqa: F401  (registers the handlers)
-    from faces.engines import resident_engine
+    from jobqueue.management.commands.run_worker import run_startup_work
 
-    resident_engine()
+    RESOURCES.update(run_startup_work())
 
 
 def run(args) -> None:
@@ -120,16 +122,16 @@ def run(args) -> None:
 
 def compare_engines(event, image, args) -> None:
     """The 12 MP job on each engine variant, the engines taking turns photo by photo; the median of each."""
-    import faces.engines
     from bench.engine_variants import build
+    from faces.engines import FACE_ENGINE, resident_engine
 
     engines = {name: build(name, args.threads) for name in ["today", *args.engine]}
 
     def use(name: str) -> None:
-        faces.engines._resident = engines[name]
+        RESOURCES[FACE_ENGINE] = engines[name]
 
     seconds = interleaved(event, image, args.photos, {name: partial(use, name) for name in engines})
-    use("today")
+    RESOURCES[FACE_ENGINE] = resident_engine()
     print_medians("engine variant", "engine", seconds, args.photos, against="today")
 
 
@@ -296,7 +298,7 @@ def drain() -> float:
 
     config = WorkerConfig(visibility_timeout_s=600, retry_backoff_s=1, lock_retry_s=1, idle_poll_s=1, db_recovery_s=30)
     started = time.perf_counter()
-    Worker(config, drain=True).run()
+    Worker(config, drain=True).run(RESOURCES)
     return time.perf_counter() - started
 
 

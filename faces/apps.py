@@ -9,7 +9,7 @@ class FacesConfig(AppConfig):
         from django.core.checks import register
 
         from faces import checks
-        from faces.engines import loaded_engine, resident_engine
+        from faces.engines import FACE_ENGINE, ResidentEngine
         from jobqueue.api import WORKER, WORKER_START, register_health_field, register_startup
 
         for check in (checks.pgvector, checks.storage):
@@ -18,6 +18,8 @@ class FacesConfig(AppConfig):
         # writes (tables), stops before a job fails on it.
         for check in (checks.tables, checks.face_models, checks.thresholds):
             register(check, WORKER, WORKER_START, deploy=True)
-        # The engine's warm-up: built once per worker start, before the first read, so no job pays for it.
-        register_startup("face_engine", resident_engine)
-        register_health_field("engine", loaded_engine)
+        # The engine's warm-up: built once per worker start, before the first read, so no job pays for it;
+        # every job then finds it in its context (faces/engines/__init__.py).
+        self.engine = ResidentEngine()
+        register_startup(FACE_ENGINE, self.engine)
+        register_health_field("engine", self.engine.loaded)

@@ -4,10 +4,12 @@ A Try holds what the loop knows of the message it read: the message, its payload
 it asks for (or why it asks for none), the fields every log line of the try carries, when the
 try began and the error it ended with. It builds the context its handler runs with
 (jobqueue/context.py), whose checkpoint is the reader's lease (jobqueue/lease.py) and the reader's preemption
-(jobqueue/preemption.py).
+(jobqueue/preemption.py), and whose resources are what the worker's startup work built.
 """
 
 import time
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from jobqueue import messages, queries, registry
 from jobqueue.context import JobContext
@@ -17,7 +19,13 @@ from jobqueue.preemption import Preemption
 
 
 class Try:
-    def __init__(self, message: queries.Message, lease: Lease, preemption: Preemption | None = None):
+    def __init__(
+        self,
+        message: queries.Message,
+        lease: Lease,
+        preemption: Preemption | None = None,
+        resources: Mapping[str, object] = MappingProxyType({}),
+    ):
         self.message = message
         self.started = time.monotonic()
         self.payload, self.job, self.problem = _parse(message.body)
@@ -26,6 +34,7 @@ class Try:
         self.error: Exception | None = None
         self._lease = lease
         self._preemption = preemption or Preemption()
+        self._resources = resources
 
     @property
     def msg_id(self) -> int:
@@ -46,6 +55,7 @@ class Try:
             msg_id=self.msg_id,
             try_number=self.number,
             fields=dict(self.fields),
+            resources=self._resources,
             _checkpoint=self._checkpoint,
         )
 

@@ -4,6 +4,9 @@ A handler is `handler(payload, ctx)`. Long work calls `ctx.checkpoint()` between
 it writes to storage: it raises DatabaseLost once the try's lease is no longer its own (the server
 closed its session, so another reader may be on its message), and the try stops there instead of
 finishing beside its successor. `ctx.fields` are the try's log fields (msg_id, try, job, the ids).
+`ctx.resources` are what the apps' startup work built once for the worker (registry.register_startup), by
+name: the faces app's engine is `ctx.resources["face_engine"]` (Immich's model cache: loaded once, handed to
+every request).
 """
 
 from collections.abc import Callable, Mapping
@@ -22,6 +25,7 @@ class JobContext:
     # pgmq's read_ct: 1 on the first try.
     try_number: int = 1
     fields: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    resources: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     _checkpoint: Callable[[], None] = _nothing_to_lose
 
     def checkpoint(self) -> None:
@@ -29,6 +33,6 @@ class JobContext:
         self._checkpoint()
 
     @classmethod
-    def outside_worker(cls, job: str) -> "JobContext":
-        """A context for running a handler by hand: no message, no lease to lose."""
-        return cls(job=job)
+    def outside_worker(cls, job: str, **resources: object) -> "JobContext":
+        """A context for running a handler by hand: no message, no lease to lose, the resources given."""
+        return cls(job=job, resources=MappingProxyType(resources))

@@ -181,12 +181,14 @@ def health_fields() -> dict:
     return {name: value() for name, value in _health_fields.items()}
 
 
-# Work run_worker does once, before its loop: {name: work}, in registration order.
+# Work run_worker does once, before its loop: {name: work}, in registration order. What a work returns is
+# handed to every job of the worker as ctx.resources[name] (jobqueue/context.py).
 _startup: dict[str, Callable[[], object]] = {}
 
 
 def register_startup(name: str, work: Callable[[], object]) -> None:
-    """`work()` runs once per worker start, after the start checks pass and before the first read."""
+    """`work()` runs once per worker start, after the start checks pass and before the first read; its result
+    is every job's `ctx.resources[name]`."""
     _open_for(f"startup work {name}")
     _startup[name] = work
 

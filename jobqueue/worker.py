@@ -14,8 +14,10 @@ of a message is decided first (jobqueue/outcome.py), then carried out here.
 import logging
 import threading
 import time
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from django.conf import settings
 from django.db import transaction
@@ -85,6 +87,7 @@ class Worker:
         self.preemption = Preemption()
         self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption, slots=config.reader_slots)
         self._renders_in_a_row = 0
+        self._resources: Mapping[str, object] = MappingProxyType({})
         self.state.update(slots=config.reader_slots)
 
     # -- control ---------------------------------------------------------
@@ -100,8 +103,10 @@ class Worker:
 
     # -- the loop --------------------------------------------------------
 
-    def run(self) -> None:
-        """Run until drained, stopped or dead. Raises WorkerDied when the loop cannot go on."""
+    def run(self, resources: Mapping[str, object] | None = None) -> None:
+        """Run until drained, stopped or dead, every job given `resources` (what the startup work built:
+        run_worker's run_startup_work) in its context. Raises WorkerDied when the loop cannot go on."""
+        self._resources = MappingProxyType(dict(resources or {}))
         self.heartbeat.start()
         try:
             with registry.sealed():
@@ -176,7 +181,7 @@ class Worker:
     # -- one message -----------------------------------------------------
 
     def _handle(self, message: queries.Message) -> None:
-        attempt = Try(message, self.session.lease, self.preemption)
+        attempt = Try(message, self.session.lease, self.preemption, self._resources)
         decided = outcome.before_running(attempt.number, attempt.problem)
         if decided.action is not Action.RUN:
             self._carry_out(decided, attempt)

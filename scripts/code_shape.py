@@ -155,6 +155,7 @@ def trace(kind: str) -> tuple[set[str], set[tuple[str, str, str]]]:
     """(modules touched, crossings) of one face_process of a `kind` upload."""
     from django.db import transaction
 
+    from faces.engines import FACE_ENGINE, resident_engine
     from faces.jobs.photo_jobs import face_process
     from jobqueue.context import JobContext
 
@@ -173,10 +174,12 @@ def trace(kind: str) -> tuple[set[str], set[tuple[str, str, str]]]:
         if caller is not None and caller != callee:
             crossings.add((caller, callee, frame.f_code.co_qualname))
 
+    # The job's context as a worker hands it over: the engine its startup work built.
+    ctx = JobContext.outside_worker("face_process", **{FACE_ENGINE: resident_engine()})
     with transaction.atomic():
         sys.setprofile(profile)
         try:
-            face_process({"job": "face_process", "photo_id": str(photo.id)}, JobContext.outside_worker("face_process"))
+            face_process({"job": "face_process", "photo_id": str(photo.id)}, ctx)
         finally:
             sys.setprofile(None)
     return modules, crossings

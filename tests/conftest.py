@@ -210,13 +210,20 @@ def fast_retries(settings):
 
 @pytest.fixture(scope="session")
 def fast_worker():
-    """`fast_worker(**kwargs)`: a Worker (jobqueue.worker) with the short waits every loop test uses."""
+    """`fast_worker(**kwargs)`: a Worker (jobqueue.worker) with the short waits every loop test uses, whose
+    `run()` hands its jobs what run_worker's startup work builds (the faces app's engine)."""
+    from jobqueue.management.commands.run_worker import run_startup_work
     from jobqueue.worker import Worker, WorkerConfig
 
     config = WorkerConfig(
         visibility_timeout_s=30, retry_backoff_s=0.01, lock_retry_s=0.05, idle_poll_s=0.01, db_recovery_s=5
     )
-    return lambda **kwargs: Worker(config, **kwargs)
+
+    class StartedWorker(Worker):
+        def run(self, resources=None) -> None:
+            super().run(run_startup_work() if resources is None else resources)
+
+    return lambda **kwargs: StartedWorker(config, **kwargs)
 
 
 @pytest.fixture(scope="session")

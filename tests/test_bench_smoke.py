@@ -87,6 +87,12 @@ def test_detector_time():
     assert "3 MP, turns=: detect" in out, "the variant's own table"
 
 
+def test_first_look():
+    out = bench("bench/first_look.py", "--mp", "3", "--scenes", "1", "--free-scenes", "1", "--scales", "1.0")
+    assert "| x1 | 0.05 | " in out
+    assert "| x1.5 (today) | 0.25 | " in out
+
+
 def test_clip_edge_faces():
     out = bench("bench/clip_edge_faces.py", "--faces", "1", "--sides", "left", "--shares", "0.45")
     assert "| 45% | " in out, "the coverage table"

@@ -14,12 +14,12 @@ from django.db import connection, transaction
 
 from faces import clustering
 from faces.detection import detect_and_store
+from faces.engines import resident_engine
 from faces.jobs import photo_jobs
 from faces.models import Face, UnknownCluster
-from jobqueue.context import JobContext
 from momentlens.devservices import samples
 from tests.support import factories
-from tests.support.queue_helpers import waiting_for_lock
+from tests.support.queue_helpers import by_hand, waiting_for_lock
 from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
@@ -34,7 +34,7 @@ def two_photos_of_one_unknown_person():
     photos = []
     for image in (tom, other):
         photo = factories.photo(event, image)
-        assert len(detect_and_store(photo, factories.still_of(image))) == 1
+        assert len(detect_and_store(photo, factories.still_of(image), resident_engine())) == 1
         photos.append(photo)
     return event, photos
 
@@ -70,7 +70,7 @@ def face_process_at_once(photos, monkeypatch) -> list[bool]:
             with transaction.atomic():
                 photo_jobs.face_process(
                     {"job": "face_process", "photo_id": str(photos[index].id)},
-                    JobContext.outside_worker("face_process"),
+                    by_hand("face_process"),
                 )
         except Exception as error:
             errors.append(error)

@@ -262,3 +262,26 @@ def test_health_says_waiting_for_lock_while_another_worker_reads(embedded_pg, fa
             thread.join(10)
             server.stop()
     assert (status, body["phase"], body["lock_held"]) == (503, "waiting_for_lock", False)
+
+
+def test_what_the_startup_work_built_reaches_every_job_through_its_context(fast_worker, monkeypatch):
+    """As the faces app's engine does: built once before the loop, handed to each job, and not theirs to change."""
+    from jobqueue.management.commands.run_worker import run_startup_work
+
+    built, seen = object(), []
+
+    @register("test_resource_probe", id_field="photo_id")
+    def probe(payload, ctx):
+        seen.append(ctx.resources["probe_resource"])
+        with pytest.raises(TypeError):
+            ctx.resources["probe_resource"] = None
+
+    calls = []
+    monkeypatch.setattr(registry, "_startup", {"probe_resource": lambda: calls.append(1) or built})
+    send(job("test_resource_probe"))
+    send(job("test_resource_probe"))
+    fast_worker(drain=True).run(run_startup_work())
+
+    assert (len(calls), seen) == (1, [built, built])
+    assert queue_rows() == []
+    assert archived() == {}

@@ -13,10 +13,10 @@ from faces.jobs.reference_process import reference_process
 from faces.matching import match_faces
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
 from faces.rendering.files import faces_blurred_in
-from jobqueue.context import JobContext
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 from tests.support import factories
+from tests.support.queue_helpers import by_hand
 
 pytestmark = pytest.mark.usefixtures("media_storage")
 
@@ -31,7 +31,7 @@ def match_and_cluster(photo, size):
 def t1_detected_and_matched(event, group):
     """t1 uploaded to the event, detected, matched and clustered as the face path does."""
     photo = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store(photo, factories.still_of(group))
+    detect_and_store(photo, factories.still_of(group), resident_engine())
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
     return photo
 
@@ -43,7 +43,7 @@ def stored_faces(photo) -> list[Face]:
 @pytest.mark.django_db
 def test_the_engine_finds_the_six_faces_of_t1(group):
     photo = factories.photo(factories.event(), group)
-    faces = detect_and_store(photo, factories.still_of(group))
+    faces = detect_and_store(photo, factories.still_of(group), resident_engine())
     assert len(faces) == 6
     photo.refresh_from_db()
     assert photo.faces_detected_at is not None
@@ -73,9 +73,7 @@ def test_a_reference_from_one_t1_face_matches_that_face_above_the_other_five(gro
     event = factories.event()
     user = factories.member(event, dnp=True)
     reference = make_reference_for(user, group, group_faces[2])
-    reference_process(
-        {"job": "reference_process", "reference_id": str(reference.id)}, JobContext.outside_worker("reference_process")
-    )
+    reference_process({"job": "reference_process", "reference_id": str(reference.id)}, by_hand("reference_process"))
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.READY
 
@@ -137,9 +135,7 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
     photo = t1_detected_and_matched(event, group)
     assert len(faces_blurred_in(photo)) == 6, "pending reference: when unsure, blur"
 
-    reference_process(
-        {"job": "reference_process", "reference_id": str(pending.id)}, JobContext.outside_worker("reference_process")
-    )
+    reference_process({"job": "reference_process", "reference_id": str(pending.id)}, by_hand("reference_process"))
     match_and_cluster(photo, (group.shape[1], group.shape[0]))
     blurred = faces_blurred_in(photo)
     assert [face.matched_user_id for face in blurred] == [user]
@@ -149,12 +145,12 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
 def test_clustering_groups_the_same_person_across_photos_and_separates_people(group, test_thresholds):
     event = factories.event()
     first = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
-    detect_and_store(first, factories.still_of(group))
+    detect_and_store(first, factories.still_of(group), resident_engine())
     match_and_cluster(first, (group.shape[1], group.shape[0]))
     smaller = samples.recolour(np.ascontiguousarray(group[:, ::1]), hue_shift=4, gain=1.05)
     smaller = samples.cv2.resize(smaller, None, fx=0.8, fy=0.8)
     second = factories.photo(event, smaller)
-    detect_and_store(second, factories.still_of(smaller))
+    detect_and_store(second, factories.still_of(smaller), resident_engine())
     match_and_cluster(second, (group.shape[1], group.shape[0]))
 
     assert UnknownCluster.objects.filter(event=event).count() == 6
@@ -177,9 +173,7 @@ def test_reference_process_outcomes(group, test_thresholds):
     none = factories.reference(user, samples.face_free_scenes()[0])
     many = factories.reference(user, group)
     results = {
-        name: reference_process(
-            {"job": "reference_process", "reference_id": str(ref.id)}, JobContext.outside_worker("reference_process")
-        )
+        name: reference_process({"job": "reference_process", "reference_id": str(ref.id)}, by_hand("reference_process"))
         for name, ref in (("one", one), ("none", none), ("many", many))
     }
     for ref in (one, none, many):
@@ -234,7 +228,7 @@ def test_a_reference_too_poorly_seen_to_judge_is_no_usable_face(group, group_fac
     user = uuid.uuid4()
     reference = make_reference_for(user, group, group_faces[2])
     result = reference_process(
-        {"job": "reference_process", "reference_id": str(reference.id)}, JobContext.outside_worker("reference_process")
+        {"job": "reference_process", "reference_id": str(reference.id)}, by_hand("reference_process")
     )
     reference.refresh_from_db()
     assert reference.status == SubjectReference.Status.NO_FACE

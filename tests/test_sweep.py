@@ -13,6 +13,7 @@ from django.db import connection
 from faces.models import Event, Photo
 from faces.rendering import files, keys, sweep
 from jobqueue.health import WorkerState
+from jobqueue.management.commands.run_worker import run_startup_work
 from jobqueue.worker import Worker, WorkerConfig
 from momentlens.devservices import samples
 from tests.support import factories
@@ -191,7 +192,8 @@ def sweep_orphans(event_id) -> str:
 def run_worker_until(condition, timeout_s: float = 30.0) -> None:
     """The real loop, not draining: it goes idle and runs its idle tasks until `condition` holds."""
     worker = Worker(WorkerConfig.from_settings(), WorkerState())
-    thread = threading.Thread(target=lambda: (worker.run(), connection.close()))
+    resources = run_startup_work()  # as run_worker does: the engine its jobs get
+    thread = threading.Thread(target=lambda: (worker.run(resources), connection.close()))
     thread.start()
     try:
         assert poll(condition, timeout=timeout_s), "the worker did not sweep by itself in time"

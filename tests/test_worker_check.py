@@ -109,9 +109,11 @@ def test_unwritable_storage_fails_with_its_fix(settings, seaweed):
 @pytest.fixture
 def no_resident_engine(monkeypatch):
     """As in a fresh process: the face_models check builds the engine (an earlier test may have built one)."""
-    from faces import engines
+    from django.apps import apps
 
-    monkeypatch.setattr(engines, "_resident", None)
+    from faces.engines import ResidentEngine
+
+    monkeypatch.setattr(apps.get_app_config("faces"), "engine", ResidentEngine())
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.utils import timezone
 from faces.checkpoint import Checkpoint, never_stop
 from faces.detection.clips import detect_clip
 from faces.detection.memory import remembered_looks
-from faces.engines import DetectedFace, FaceEngine, resident_engine
+from faces.engines import DetectedFace, FaceEngine
 from faces.media import Media, Still
 from faces.models import Face, Photo
 
@@ -16,7 +16,7 @@ from faces.models import Face, Photo
 Sighting = tuple[float | None, int | None, DetectedFace]
 
 
-def detect_and_store(photo: Photo, media: Media, checkpoint: Checkpoint = never_stop) -> list[Face]:
+def detect_and_store(photo: Photo, media: Media, engine: FaceEngine, checkpoint: Checkpoint = never_stop) -> list[Face]:
     """Detect once, store every face with fractions of the displayed picture (a clip's with its frame time
     and track), stamp faces_detected_at; returns the stored rows, for the stages after. `checkpoint` is the try's: a
     try cut off from its session, or stopped for privacy work, stops within a tile or a frame.
@@ -24,7 +24,7 @@ def detect_and_store(photo: Photo, media: Media, checkpoint: Checkpoint = never_
     A retry of a try that failed after detecting reuses that detection, and a try stopped half-way for privacy
     work reuses the looks it took (faces.detection.memory).
     """
-    looks = remembered_looks(photo, media.data, resident_engine())
+    looks = remembered_looks(photo, media.data, engine)
     if looks.found is None:
         looks.found = sightings(media, looks, checkpoint)
     rows = [face_row(photo, face, media.width, media.height, time, track) for time, track, face in looks.found]

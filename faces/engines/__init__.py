@@ -1,4 +1,10 @@
-"""The resident face engine: loaded once per worker process, kept for its life."""
+"""The resident face engine: loaded once per worker process, kept for its life, owned by the faces app.
+
+The faces app (faces/apps.py) holds the one `ResidentEngine` and registers it as the worker's startup
+work under FACE_ENGINE: run_worker builds it before the first read and hands it to every job through its
+context (`ctx.resources[FACE_ENGINE]`, jobqueue/context.py). Work outside a job (the start checks, a shell,
+a management command, a bench) asks `resident_engine()` for the same engine.
+"""
 
 import logging
 import time
@@ -10,7 +16,8 @@ from faces.engines.packs import pack_folder, pack_named
 
 log = logging.getLogger("faces.engines")
 
-_resident: FaceEngine | None = None
+# The name of the engine among a job's resources.
+FACE_ENGINE = "face_engine"
 
 
 def configured_engine_name() -> str:
@@ -32,20 +39,32 @@ def build_engine(pack_name: str | None = None) -> FaceEngine:
     )
 
 
-def loaded_engine() -> dict | None:
-    """What /health shows of the resident engine, once it is loaded."""
-    return None if _resident is None else {"engine": _resident.name, "provider": _resident.provider}
+class ResidentEngine:
+    """The configured engine, built on the first call and the same one on every call after."""
+
+    def __init__(self):
+        self._engine: FaceEngine | None = None
+
+    def __call__(self) -> FaceEngine:
+        if self._engine is None:
+            started = time.monotonic()
+            self._engine = build_engine()
+            elapsed = round((time.monotonic() - started) * 1000)
+            log.info(
+                "engine_loaded", extra={"engine": self._engine.name, "provider": self._engine.provider, "ms": elapsed}
+            )
+        return self._engine
+
+    def loaded(self) -> dict | None:
+        """What /health shows of the engine, once it is built."""
+        return None if self._engine is None else {"engine": self._engine.name, "provider": self._engine.provider}
 
 
 def resident_engine() -> FaceEngine:
-    """The process's engine, built on first use (the worker's startup work, registered in faces/apps.py)."""
-    global _resident
-    if _resident is None:
-        started = time.monotonic()
-        _resident = build_engine()
-        elapsed = round((time.monotonic() - started) * 1000)
-        log.info("engine_loaded", extra={"engine": _resident.name, "provider": _resident.provider, "ms": elapsed})
-    return _resident
+    """The faces app's engine, for work outside a job (a job's is `ctx.resources[FACE_ENGINE]`)."""
+    from django.apps import apps
+
+    return apps.get_app_config("faces").engine()
 
 
-__all__ = ["DetectedFace", "FaceEngine", "resident_engine"]
+__all__ = ["FACE_ENGINE", "DetectedFace", "FaceEngine", "ResidentEngine", "resident_engine"]

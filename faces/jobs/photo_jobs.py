@@ -8,6 +8,7 @@ from faces import media
 from faces.checkpoint import Checkpoint
 from faces.clustering import cluster_faces
 from faces.detection import detect_and_store
+from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
 from faces.matching import PhotoMatch, match_faces
 from faces.media import Media, MediaKind
@@ -23,7 +24,7 @@ log = logging.getLogger("faces.jobs")
 
 @register("face_process", id_field="photo_id")
 def face_process(payload: dict, ctx: JobContext) -> dict:
-    return face_path(locked_photo(payload["photo_id"]), ctx.checkpoint)
+    return face_path(locked_photo(payload["photo_id"]), ctx)
 
 
 @register("thumbnail_dims", id_field="photo_id")
@@ -34,11 +35,11 @@ def thumbnail_dims(payload: dict, ctx: JobContext) -> dict:
         return {"detail": "already_rendered", "files": 0}
     if has_active_dnp_member(photo.event_id):
         # An unblurred publish could show a DNP face: fail closed, take the face path.
-        return {**face_path(photo, ctx.checkpoint), "detail": "dnp_member_present"}
+        return {**face_path(photo, ctx), "detail": "dnp_member_present"}
     upload = media.open(read_object(photo.upload_key))
     if upload.kind is not MediaKind.IMAGE:
         # Never published as itself: a clip is always rendered, frame by frame, from its faces.
-        return {**face_path(photo, ctx.checkpoint, upload), "detail": "multi_frame"}
+        return {**face_path(photo, ctx, upload), "detail": "multi_frame"}
     # Blur regions, or more in the bytes than one plain picture, give rendered files; else the upload is public.
     files = render_and_publish(photo, upload, None, ctx.checkpoint)
     _sweep_when_committed(photo)
@@ -51,7 +52,7 @@ def reprocess(payload: dict, ctx: JobContext) -> dict:
     # The face path re-matches the stored faces and never detects again; the one photo it
     # detects on is one published without any face pass (thumbnail_dims): its first and only.
     if photo.faces_detected_at is None:
-        return {**face_path(photo, ctx.checkpoint), "detail": "first_detection"}
+        return {**face_path(photo, ctx), "detail": "first_detection"}
     if photo.processed_at is not None:
         # A published photo whose files would not change is not rendered again: its matches are recorded.
         match = match_faces(photo, (photo.width, photo.height))
@@ -59,7 +60,7 @@ def reprocess(payload: dict, ctx: JobContext) -> dict:
             cluster_faces(match)
             return {"faces": len(match.faces) if match else 0, "files": 0, "detail": "unchanged"}
         return publish_path(photo, media.open(read_object(photo.upload_key)), match, ctx.checkpoint)
-    return face_path(photo, ctx.checkpoint)
+    return face_path(photo, ctx)
 
 
 def unpublish_event(payload: dict) -> int:
@@ -95,19 +96,20 @@ def reprocess_event(payload: dict, ctx: JobContext) -> dict:
     return {"hidden": len(hidden), "enqueued": first + sent, "already_waiting": len(rest) - sent}
 
 
-def face_path(photo: Photo, checkpoint: Checkpoint, upload: Media | None = None) -> dict:
+def face_path(photo: Photo, ctx: JobContext, upload: Media | None = None) -> dict:
     """Detect (unless faces are already stored), match, render, publish, cluster: one sequence for a still,
     an animated image or a video (faces/media/), opened from the upload's bytes; each stage gets what the one
-    before returned. `checkpoint` is the try's (jobqueue/context.py): called between tiles and frames, and
-    before the uploads.
+    before returned. The try's context (jobqueue/context.py) gives the engine and the checkpoint, called between
+    tiles and frames, and before the uploads.
     """
     upload = media.open(read_object(photo.upload_key)) if upload is None else upload
     size = (upload.width, upload.height)
     if photo.faces_detected_at is None:
-        match = match_faces(photo, size, detect_and_store(photo, upload, checkpoint))
+        faces = detect_and_store(photo, upload, ctx.resources[FACE_ENGINE], ctx.checkpoint)
+        match = match_faces(photo, size, faces)
     else:
         match = match_faces(photo, size)
-    return publish_path(photo, upload, match, checkpoint)
+    return publish_path(photo, upload, match, ctx.checkpoint)
 
 
 def publish_path(photo: Photo, upload: Media, match: PhotoMatch | None, checkpoint: Checkpoint) -> dict:

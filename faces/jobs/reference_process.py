@@ -11,7 +11,7 @@ its DNP member stays fail-closed until a better reference is ready.
 from django.utils import timezone
 
 from faces import thresholds
-from faces.engines import resident_engine
+from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
 from faces.media.still import Still
 from faces.models import EventMember, SubjectReference
@@ -36,7 +36,7 @@ def reference_process(payload: dict, ctx: JobContext) -> dict:
     if reference is None:
         raise RowGone(f"reference {payload['reference_id']} does not exist")
     image = Still(read_object(reference.upload_key)).image
-    found = resident_engine().analyze(image, small_faces=False)
+    found = ctx.resources[FACE_ENGINE].analyze(image, small_faces=False)
     chosen = dominant_face(found)
     poor = len(chosen) == 1 and too_poor(chosen[0])
     record_reference(reference, [] if poor else chosen, width=image.shape[1], height=image.shape[0])

@@ -10,6 +10,7 @@ from pathlib import Path
 from django.db import connection
 
 from faces.models import Event
+from jobqueue.context import JobContext
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -90,3 +91,11 @@ def waiting_for_lock(namespace: int) -> bool:
 def done_by(pid: int) -> int:
     """How many jobs the worker process `pid` finished (the rows test_record and test_fail_then_slow write)."""
     return Event.objects.filter(name__startswith="done ", name__endswith=f"pid={pid}").count()
+
+
+def by_hand(job_name: str) -> JobContext:
+    """The context a worker would hand `job_name`'s handler (the faces app's engine among its resources),
+    for a handler run by hand: no message, no lease."""
+    from faces.engines import FACE_ENGINE, resident_engine
+
+    return JobContext.outside_worker(job_name, **{FACE_ENGINE: resident_engine()})

@@ -38,8 +38,7 @@ class Command(BaseCommand):
         }
         try:
             start_checks()
-            run_startup_work()
-            worker.run()
+            worker.run(run_startup_work())
         except WorkerDied as died:
             log.error("worker_died", extra={"error": str(died).strip().splitlines()[0]})
             sys.exit(1)
@@ -77,14 +76,17 @@ def start_checks() -> None:
             log.warning("check_warning", extra={"check": message.obj, "detail": message.msg, "fix": message.hint})
 
 
-def run_startup_work() -> None:
+def run_startup_work() -> dict[str, object]:
     """The apps' startup work (registry.register_startup), in this process, once, after the checks passed
-    and before the loop. One that fails stops the worker (exit 1) with one line saying which and why."""
+    and before the loop: what each built, by name, for the jobs' contexts. One that fails stops the worker
+    (exit 1) with one line saying which and why."""
+    resources = {}
     for name, work in registry.startup_work():
         started = time.monotonic()
         try:
-            work()
+            resources[name] = work()
         except Exception as error:  # any failure: the worker must not read without what its start built
             log.error("worker_died", extra={"startup": name, "error": f"{type(error).__name__}: {error}"})
             sys.exit(1)
         log.info("startup_done", extra={"startup": name, "ms": round((time.monotonic() - started) * 1000)})
+    return resources
