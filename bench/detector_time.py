@@ -58,9 +58,9 @@ def instrument(detector, clock: Clock) -> None:
     def prefix() -> str:
         return f"turn {state['now']}: " if state["now"] is not None else ""
 
-    def level(image, scale, keep_all, passes, checkpoint):
+    def level(image, scale, threshold, keep_all, passes, checkpoint):
         name = prefix() + ("overview" if keep_all else f"level x{scale:.3g}")
-        steps = pyramid._level(detector, image, scale, keep_all, passes, checkpoint)
+        steps = pyramid._level(detector, image, scale, threshold, keep_all, passes, checkpoint)
         while True:
             with clock.row(name, counted=False):
                 chunk = next(steps, None)
@@ -77,12 +77,12 @@ def instrument(detector, clock: Clock) -> None:
         with clock.row("edge pass"):
             return pyramid._across_edges(detector, image, scale)
 
-    def faces(image, levels, checkpoint):
+    def faces(image, levels, checkpoint, *, upright=False):
         if state["turns"] is None:
-            return pyramid._faces(detector, image, levels, checkpoint)
+            return pyramid._faces(detector, image, levels, checkpoint, upright=upright)
         state["now"] = next(state["turns"]) * 90
         try:
-            return pyramid._faces(detector, image, levels, checkpoint)
+            return pyramid._faces(detector, image, levels, checkpoint, upright=upright)
         finally:
             state["now"] = None
 

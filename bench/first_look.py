@@ -18,7 +18,6 @@ Usage: python bench/first_look.py [--scales 1.0 1.25 1.5] [--thresholds 0.05 0.1
 """
 
 import argparse
-import dataclasses
 import sys
 import time
 from dataclasses import dataclass, field
@@ -52,17 +51,12 @@ class Row:
 
 def candidates(pyramid, image: np.ndarray, scale: float, floor: float) -> tuple[np.ndarray, np.ndarray, float]:
     """The level at `scale` over the whole image, its tiles as the pyramid cuts them, every candidate from `floor`:
-    (boxes, scores, seconds). One level, as the pyramid runs it, with only its candidate score lowered."""
-    plan = pyramid.plan
-    pyramid.plan = dataclasses.replace(plan, score_threshold=floor)
-    try:
-        started = time.perf_counter()
-        chunks = list(
-            pyramid._level(Shrinks(image), scale, keep_all=False, passes=pyramid.passes, checkpoint=never_stop)
-        )
-        seconds = time.perf_counter() - started
-    finally:
-        pyramid.plan = plan
+    (boxes, scores, seconds)."""
+    started = time.perf_counter()
+    chunks = list(
+        pyramid._level(Shrinks(image), scale, floor, keep_all=False, passes=pyramid.passes, checkpoint=never_stop)
+    )
+    seconds = time.perf_counter() - started
     boxes = np.concatenate([chunk[0] for chunk in chunks]) if chunks else np.zeros((0, 4), np.float32)
     scores = np.concatenate([chunk[2] for chunk in chunks]) if chunks else np.zeros(0, np.float32)
     return boxes, scores, seconds

@@ -14,7 +14,7 @@ import pytest
 
 from faces.engines.insightface import GPU_SHAPES, RECOGNISER_BATCHES, InsightFaceEngine
 from faces.engines.packs import BUFFALO_S, pack_folder
-from faces.engines.pyramid import SHAPE_BUCKETS, video_frame_plan
+from faces.engines.pyramid import SHAPE_BUCKETS, Plan, video_frame_plan
 from momentlens.devservices import samples
 
 HAS_CUDA = "CUDAExecutionProvider" in onnxruntime.get_available_providers()
@@ -121,3 +121,27 @@ def test_on_cuda_the_faces_are_the_cpu_s_and_a_warm_photo_pays_no_shape(cpu_engi
     first = time.perf_counter() - began
     assert same_faces(found, cpu_engine.analyze(image))
     assert first < 2.0, "every shape was warmed up: no pass pays cuDNN's search"
+
+
+def test_a_cascade_lowers_the_candidate_score_of_the_upright_finest_level_only(cpu_engine, monkeypatch):
+    """Plan.fine_score_threshold (bench/first_look.py): the photo's finest level takes its candidates from it; the
+    coarser levels, the overview, the edge pass, every turned level and the second looks keep their own scores."""
+    import dataclasses
+
+    pyramid = cpu_engine._pyramid
+    plan = dataclasses.replace(Plan(), fine_scale=1.0, fine_score_threshold=0.07)
+    image = group_at(2400)
+    runs = []
+    real = pyramid.passes.run_many
+
+    def spy(inputs, threshold):
+        runs.extend(((out_w, out_h), threshold) for _, out_w, out_h in inputs)
+        return real(inputs, threshold)
+
+    monkeypatch.setattr(pyramid.passes, "run_many", spy)
+    cpu_engine.analyze(image, plan=plan)
+    finest = (image.shape[1], image.shape[0])  # x1: one pass, the photo's own size
+    assert {threshold for size, threshold in runs if size == finest} == {0.07}
+    others = {threshold for size, threshold in runs if size != finest}
+    assert 0.07 not in others
+    assert {plan.score_threshold, plan.verify_score, plan.edge_score} <= others, others

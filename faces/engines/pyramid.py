@@ -99,6 +99,9 @@ class Plan:
     # `verify_score`. Blurred small faces score 0.25-0.5 at first and 0.6-0.85 when
     # looked at closer; textures that scored as high mostly drop below 0.4.
     score_threshold: float = 0.25
+    # The upright finest level's candidates from this score instead (None: score_threshold): a cascade, the
+    # finest level run coarser with its faint candidates left to the second looks (bench/first_look.py).
+    fine_score_threshold: float | None = None
     sure_score: float = 0.6
     verify_width: int = 64
     verify_context: float = 2.5  # the second look's crop, in face-box sizes
@@ -189,7 +192,7 @@ class PyramidDetector:
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         shrinks = Shrinks(image)
-        faces = self._faces(shrinks, levels, checkpoint)
+        faces = self._faces(shrinks, levels, checkpoint, upright=True)
         if self.plan.edge_pass:
             faces += self._across_edges(shrinks, levels[-1])
         upright = self._finish(faces, width, height)
@@ -218,13 +221,19 @@ class PyramidDetector:
             return levels[1:] or levels
         return [finest, *(scale for scale in levels if scale < finest)]
 
-    def _faces(self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint) -> list[Found]:
-        """Every level's candidates, one box per face across levels; the unsure ones after their second look."""
+    def _faces(
+        self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint, *, upright: bool = False
+    ) -> list[Found]:
+        """Every level's candidates, one box per face across levels; the unsure ones after their second look.
+        `upright`: the photo's own levels, whose finest one may take its candidates from fine_score_threshold."""
+        plan = self.plan
         chunks = []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
             passes = self.overview_passes if last else self.passes
-            chunks += self._level(shrinks, scale, keep_all=last, passes=passes, checkpoint=checkpoint)
+            fine = upright and index == 0 and not last and plan.fine_score_threshold is not None
+            threshold = plan.fine_score_threshold if fine else plan.score_threshold
+            chunks += self._level(shrinks, scale, threshold, keep_all=last, passes=passes, checkpoint=checkpoint)
         if not chunks:
             return []
         boxes, points, scores = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
@@ -321,8 +330,10 @@ class PyramidDetector:
 
     # ---- one level --------------------------------------------------------------
 
-    def _level(self, shrinks: "Shrinks", scale: float, keep_all: bool, passes: Passes, checkpoint: Checkpoint):
-        """Detections of one level, in photo pixels, as (boxes, keypoints, scores) chunks."""
+    def _level(
+        self, shrinks: "Shrinks", scale: float, threshold: float, keep_all: bool, passes: Passes, checkpoint: Checkpoint
+    ):
+        """Detections of one level from `threshold`, in photo pixels, as (boxes, keypoints, scores) chunks."""
         plan = self.plan
         checkpoint()
         image = shrinks.image
@@ -331,7 +342,7 @@ class PyramidDetector:
         whole = scaled_w * scaled_h <= plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
         if keep_all or whole:
             scaled = shrinks.at(scaled_w, scaled_h)
-            b, k, s = passes.run(scaled, scaled_w, scaled_h, plan.score_threshold)
+            b, k, s = passes.run(scaled, scaled_w, scaled_h, threshold)
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
             yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
             return
@@ -351,7 +362,7 @@ class PyramidDetector:
         for group in itertools.batched(origins, passes.batch):
             checkpoint()
             crops = [(source[y : y + tile_h, x : x + tile_w], out_w, out_h) for x, y in group]
-            for (x, y), (b, k, s) in zip(group, passes.run_many(crops, plan.score_threshold), strict=True):
+            for (x, y), (b, k, s) in zip(group, passes.run_many(crops, threshold), strict=True):
                 inner = (x > 0, y > 0, x + tile_w < source_w, y + tile_h < source_h)
                 ok = _inside_and_small(b, out_w, out_h, inner, plan.tile_overlap, plan.edge_margin)
                 off = np.array([x * shrink_x, y * shrink_y], np.float32)
