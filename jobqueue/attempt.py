@@ -9,7 +9,6 @@ try began and the error it ended with. It builds the context its handler runs wi
 
 import time
 from collections.abc import Mapping
-from types import MappingProxyType
 
 from jobqueue import messages, queries, registry
 from jobqueue.context import JobContext
@@ -19,13 +18,7 @@ from jobqueue.preemption import Preemption
 
 
 class Try:
-    def __init__(
-        self,
-        message: queries.Message,
-        lease: Lease,
-        preemption: Preemption | None = None,
-        resources: Mapping[str, object] = MappingProxyType({}),
-    ):
+    def __init__(self, message: queries.Message, lease: Lease, preemption: Preemption, resources: Mapping[str, object]):
         self.message = message
         self.started = time.monotonic()
         self.payload, self.job, self.problem = _parse(message.body)
@@ -33,7 +26,7 @@ class Try:
         # What ended a try whose handler raised (reported to Sentry when it was the last try).
         self.error: Exception | None = None
         self._lease = lease
-        self._preemption = preemption or Preemption()
+        self._preemption = preemption
         self._resources = resources
 
     @property

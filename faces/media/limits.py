@@ -84,6 +84,7 @@ def check_clip(*, frames: int, duration_s: float, width: int, height: int, held_
 
 
 def check_frame(width: int, height: int) -> None:
-    """A decoded frame larger than its header said (a resolution change mid-stream)."""
+    """A video's frame size beyond MEDIA_MAX_FRAME_PIXELS: its header's, before its first frame is decoded, and
+    each decoded frame's (a resolution change mid-stream may make one larger than the header said)."""
     if width * height > settings.MEDIA_MAX_FRAME_PIXELS:
         raise MediaTooLarge(f"a {width}x{height} frame > MEDIA_MAX_FRAME_PIXELS")
