@@ -145,3 +145,32 @@ def test_a_cascade_lowers_the_candidate_score_of_the_upright_finest_level_only(c
     others = {threshold for size, threshold in runs if size != finest}
     assert 0.07 not in others
     assert {plan.score_threshold, plan.verify_score, plan.edge_score} <= others, others
+
+
+def test_turned_levels_from_a_turned_scale_are_a_pyramid_of_their_own(cpu_engine, monkeypatch):
+    """Plan.turned_scale: the turned passes run at that scale and each level_ratio below it, not at the upright
+    levels, so a cascade's coarser finest level (1x, then 1/3x) leaves the turned levels at today's 1/2x."""
+    import dataclasses
+
+    pyramid = cpu_engine._pyramid
+    plan = dataclasses.replace(Plan(), fine_scale=1.0, turned_scale=0.5)
+    image = group_at(2400)
+    height, width = image.shape[:2]
+    sizes = []
+    real = pyramid.passes.run_many
+
+    def spy(inputs, threshold):
+        sizes.extend((out_w, out_h) for _, out_w, out_h in inputs)
+        return real(inputs, threshold)
+
+    def passes_at(scale: float, *, turned: bool) -> int:
+        """Passes within a pixel of the photo at `scale`, turned a quarter or not (rounding differs by path)."""
+        want = (height * scale, width * scale) if turned else (width * scale, height * scale)
+        return sum(abs(w - want[0]) <= 1 and abs(h - want[1]) <= 1 for w, h in sizes)
+
+    monkeypatch.setattr(pyramid.passes, "run_many", spy)
+    cpu_engine.analyze(image, plan=plan)
+    assert passes_at(1 / 3, turned=False) == 1, "the upright level below the finest is 1/3x"
+    assert passes_at(1 / 2, turned=True) == 2, "the turned passes start at 1/2x (90 and 270 degrees)"
+    assert passes_at(1 / 2, turned=False) == 1, "half a turn at 1/2x, once; no upright level there"
+    assert passes_at(1 / 3, turned=True) == 0, "no turned level at 1/3x"

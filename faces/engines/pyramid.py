@@ -124,8 +124,9 @@ class Plan:
     # Quarter turns (counter-clockwise) of the photo on which the coarser levels run again, for faces
     # turned in the picture: 1, 2, 3 find them at 90, 180 and 270 degrees.
     turns: tuple[int, ...] = (1, 2, 3)
-    # The finest scale the turned passes run at: None, the level below the finest (a 12 MP photo at 0.5:
-    # turned faces from about 64 px); a finer one finds smaller turned faces at a higher cost.
+    # The finest scale the turned passes run at, each coarser level level_ratio below it down to the
+    # overview: None, the upright levels below the finest (a 12 MP photo at 0.5: turned faces from about
+    # 64 px, then 1/6x and the overview); a finer one finds smaller turned faces at a higher cost.
     turned_scale: float | None = None
 
 
@@ -173,13 +174,15 @@ class PyramidDetector:
 
     def levels(self, width: int, height: int) -> list[float]:
         """Scales (detector px per photo px), finest first; the last is the overview."""
-        plan = self.plan
-        long_side = max(width, height)
-        overview = min(1.0, plan.overview_long_side / long_side)
+        overview = min(1.0, self.plan.overview_long_side / max(width, height))
+        return self._down_to(self.plan.fine_scale, overview)
+
+    def _down_to(self, finest: float, overview: float) -> list[float]:
+        """`finest`, then each level_ratio coarser, then the overview."""
         # Each level hands faces over to the next one at most level_ratio (+5 %) coarser.
-        scales = [max(plan.fine_scale, overview)]
-        while scales[-1] / overview > plan.level_ratio * 1.05:
-            scales.append(scales[-1] / plan.level_ratio)
+        scales = [max(finest, overview)]
+        while scales[-1] / overview > self.plan.level_ratio * 1.05:
+            scales.append(scales[-1] / self.plan.level_ratio)
         if scales[-1] / overview < 1.05:
             scales.pop()
         return [*scales, overview]
@@ -216,10 +219,11 @@ class PyramidDetector:
         return [(face, views.get(index)) for index, face in enumerate(upright)] + alone
 
     def _turned_levels(self, levels: list[float]) -> list[float]:
-        finest = self.plan.turned_scale
-        if finest is None:
+        """The upright levels below the finest, or a pyramid of their own from turned_scale down, so that a
+        coarser upright finest level (a cascade) does not take the turned levels coarser with it."""
+        if self.plan.turned_scale is None:
             return levels[1:] or levels
-        return [finest, *(scale for scale in levels if scale < finest)]
+        return self._down_to(self.plan.turned_scale, levels[-1])
 
     def _faces(
         self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint, *, upright: bool = False
