@@ -77,12 +77,12 @@ def instrument(detector, clock: Clock) -> None:
         with clock.row("edge pass"):
             return pyramid._across_edges(detector, image, scale)
 
-    def faces(image, levels, checkpoint, *, upright=False):
+    def faces(image, levels, checkpoint, fine_threshold):
         if state["turns"] is None:
-            return pyramid._faces(detector, image, levels, checkpoint, upright=upright)
+            return pyramid._faces(detector, image, levels, checkpoint, fine_threshold)
         state["now"] = next(state["turns"]) * 90
         try:
-            return pyramid._faces(detector, image, levels, checkpoint, upright=upright)
+            return pyramid._faces(detector, image, levels, checkpoint, fine_threshold)
         finally:
             state["now"] = None
 

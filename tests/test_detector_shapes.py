@@ -123,14 +123,18 @@ def test_on_cuda_the_faces_are_the_cpu_s_and_a_warm_photo_pays_no_shape(cpu_engi
     assert first < 2.0, "every shape was warmed up: no pass pays cuDNN's search"
 
 
-def test_a_cascade_lowers_the_candidate_score_of_the_upright_finest_level_only(cpu_engine, monkeypatch):
-    """Plan.fine_score_threshold (bench/first_look.py): the photo's finest level takes its candidates from it; the
-    coarser levels, the overview, the edge pass, every turned level and the second looks keep their own scores."""
+def test_a_cascade_lowers_the_candidate_score_of_the_finest_levels_only(cpu_engine, monkeypatch):
+    """Plan.fine_score_threshold (bench/first_look.py): the photo's finest level takes its candidates from it, and
+    Plan.turned_score_threshold the finest turned level; the coarser levels, the overview, the edge pass and the
+    second looks keep their own scores."""
     import dataclasses
 
     pyramid = cpu_engine._pyramid
-    plan = dataclasses.replace(Plan(), fine_scale=1.0, fine_score_threshold=0.07)
+    plan = dataclasses.replace(
+        Plan(), fine_scale=1.0, fine_score_threshold=0.07, turned_scale=0.5, turned_score_threshold=0.1
+    )
     image = group_at(2400)
+    height, width = image.shape[:2]
     runs = []
     real = pyramid.passes.run_many
 
@@ -140,10 +144,13 @@ def test_a_cascade_lowers_the_candidate_score_of_the_upright_finest_level_only(c
 
     monkeypatch.setattr(pyramid.passes, "run_many", spy)
     cpu_engine.analyze(image, plan=plan)
-    finest = (image.shape[1], image.shape[0])  # x1: one pass, the photo's own size
+    finest = (width, height)  # x1: one pass, the photo's own size
+    turned = {(round(height / 2), round(width / 2)), (round(width / 2), round(height / 2))}
     assert {threshold for size, threshold in runs if size == finest} == {0.07}
-    others = {threshold for size, threshold in runs if size != finest}
-    assert 0.07 not in others
+    assert {threshold for size, threshold in runs if size in turned} == {0.1}
+    assert len([size for size, _ in runs if size in turned]) == 3, "one finest turned level a quarter turn"
+    others = {threshold for size, threshold in runs if size != finest and size not in turned}
+    assert not others & {0.07, 0.1}
     assert {plan.score_threshold, plan.verify_score, plan.edge_score} <= others, others
 
 

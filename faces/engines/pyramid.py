@@ -128,6 +128,8 @@ class Plan:
     # overview: None, the upright levels below the finest (a 12 MP photo at 0.5: turned faces from about
     # 64 px, then 1/6x and the overview); a finer one finds smaller turned faces at a higher cost.
     turned_scale: float | None = None
+    # The finest turned level's candidates from this score instead (None: score_threshold): its cascade.
+    turned_score_threshold: float | None = None
 
 
 # The shapes a GPU's detector passes run at (faces/engines/passes.py): a second look (a 64 px face in 2.5x
@@ -195,7 +197,7 @@ class PyramidDetector:
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         shrinks = Shrinks(image)
-        faces = self._faces(shrinks, levels, checkpoint, upright=True)
+        faces = self._faces(shrinks, levels, checkpoint, self.plan.fine_score_threshold)
         if self.plan.edge_pass:
             faces += self._across_edges(shrinks, levels[-1])
         upright = self._finish(faces, width, height)
@@ -226,17 +228,18 @@ class PyramidDetector:
         return self._down_to(self.plan.turned_scale, levels[-1])
 
     def _faces(
-        self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint, *, upright: bool = False
+        self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint, fine_threshold: float | None
     ) -> list[Found]:
         """Every level's candidates, one box per face across levels; the unsure ones after their second look.
-        `upright`: the photo's own levels, whose finest one may take its candidates from fine_score_threshold."""
+        The finest level (unless it is the overview) takes its candidates from `fine_threshold` (None:
+        score_threshold)."""
         plan = self.plan
         chunks = []
         for index, scale in enumerate(levels):
             last = index == len(levels) - 1
             passes = self.overview_passes if last else self.passes
-            fine = upright and index == 0 and not last and plan.fine_score_threshold is not None
-            threshold = plan.fine_score_threshold if fine else plan.score_threshold
+            fine = index == 0 and not last and fine_threshold is not None
+            threshold = fine_threshold if fine else plan.score_threshold
             chunks += self._level(shrinks, scale, threshold, keep_all=last, passes=passes, checkpoint=checkpoint)
         if not chunks:
             return []
@@ -259,10 +262,12 @@ class PyramidDetector:
         size = (round(width * top), round(height * top))
         small = shrinks.at(*size)
         back = np.array([width / size[0], height / size[1]], np.float32)
+        relative = [scale / top for scale in levels]
+        fine_threshold = self.plan.turned_score_threshold
         faces = []
         for turn in self.plan.turns:
             turned = cv2.rotate(small, _ROTATE[turn % 4]) if turn % 4 else small
-            for box, points, score in self._faces(Shrinks(turned), [scale / top for scale in levels], checkpoint):
+            for box, points, score in self._faces(Shrinks(turned), relative, checkpoint, fine_threshold):
                 corners = turned_back(box.reshape(2, 2), turn, *size) * back
                 box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
                 faces.append((box, turned_back(points, turn, *size) * back, score))
