@@ -312,11 +312,11 @@ def todays_plan():
 
     from faces.detection import clips as clip_detection
     from faces.detection.motion import Change
-    from faces.engines.pyramid import Plan
+    from faces.engines.pyramid import VIDEO_FINE_SCALE, Plan
 
     def fixed_budget(width: int, height: int, *, deep: bool = False) -> Plan:
-        scale = min(Plan().fine_scale, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
-        return Plan(fine_scale=round(scale, 3), turns=())
+        scale = min(VIDEO_FINE_SCALE, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
+        return Plan(fine_scale=round(scale, 3), fine_score_threshold=None, turns=())
 
     class Blind:
         def see(self, frame) -> Change:

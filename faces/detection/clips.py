@@ -15,7 +15,7 @@ from faces import thresholds
 from faces.checkpoint import Checkpoint, never_stop
 from faces.detection.motion import Change, MotionWatch
 from faces.engines import DetectedFace, FaceEngine
-from faces.engines.pyramid import Plan, video_frame_plan
+from faces.engines.pyramid import VIDEO_FINE_SCALE, video_frame_plan
 from faces.geometry import hidden_share, iou
 from faces.matching import UNSURE_HIDDEN_SHARE
 from faces.media.clip import Clip
@@ -23,7 +23,7 @@ from faces.quality import FaceQuality
 from faces.tracks import DETECT_INTERVAL_S, Look, link, scheduled
 
 # The most detector pixels one region between two looks is searched with (its finest level's): a region
-# larger than this at a photo's 1.5x is shrunk before it is searched.
+# larger than this at a video frame's finest scale (VIDEO_FINE_SCALE) is shrunk before it is searched.
 REGION_DETECTOR_PIXELS = 1_200_000
 
 
@@ -120,7 +120,7 @@ def _search(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]
     dancing crowd) is shrunk first, so the search between looks stays cheap; its smaller faces are the looks'."""
     x1, y1, x2, y2 = region
     crop = frame[y1:y2, x1:x2]
-    factor = min(1.0, math.sqrt(REGION_DETECTOR_PIXELS / (Plan().fine_scale ** 2 * crop.shape[0] * crop.shape[1])))
+    factor = min(1.0, math.sqrt(REGION_DETECTOR_PIXELS / (VIDEO_FINE_SCALE**2 * crop.shape[0] * crop.shape[1])))
     if factor < 1.0:
         size = (max(1, round(crop.shape[1] * factor)), max(1, round(crop.shape[0] * factor)))
         crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)

@@ -139,22 +139,24 @@ SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (Plan.tile_width, Plan.tile
 
 
 # A video frame is looked at five times a second (faces/tracks.py), so its finest level gets a
-# budget of detector pixels that grows with the frame: 1.5x as a photo's up to 720p (2.1 MP: faces from
-# 24 px), 1x at 1080p (2.1 MP: from 32 px), and at least 0.75x above (4K 4.7 MP, tiled: from about 43 px).
-# The deep looks (one in three, a photo's 1.5x) find the smaller faces at every size. The scale is
+# budget of detector pixels that grows with the frame: 1.5x up to 720p (2.1 MP: faces from 24 px), 1x at
+# 1080p (2.1 MP: from 32 px), and at least 0.75x above (4K 4.7 MP, tiled: from about 43 px). The deep
+# looks (one in three, at 1.5x) find the smaller faces at every size. The scale is
 # rounded down to an eighth, so a handful of plans serve every frame and region size.
-VIDEO_FRAME_DETECTOR_PIXELS = 1.5**2 * 1280 * 720
+VIDEO_FINE_SCALE = 1.5
+VIDEO_FRAME_DETECTOR_PIXELS = VIDEO_FINE_SCALE**2 * 1280 * 720
 VIDEO_MIN_SCALE = 0.75
 
 
 def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
-    """A video frame's plan (or a region of one): the budget above, and no turned levels (five looks a
-    second cannot pay for them). A deep look (faces/tracks.py, Look.DEEP: one look in three) searches
-    at a photo's fine scale whatever the frame's size, so a still face of 24 px is seen often enough for
-    its track to go on."""
+    """A video frame's plan (or a region of one): the budget above, no cascade (candidates from
+    score_threshold at every level: the tracks' coverage was measured so) and no turned levels (five looks a
+    second cannot pay for them). A deep look (faces/tracks.py, Look.DEEP: one look in three) searches at
+    VIDEO_FINE_SCALE whatever the frame's size, so a still face of 24 px is seen often enough for its track
+    to go on."""
     budget = max(VIDEO_MIN_SCALE, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height)))
-    scale = Plan().fine_scale if deep else min(Plan().fine_scale, budget)
-    return Plan(fine_scale=math.floor(scale * 8) / 8, turns=())
+    scale = VIDEO_FINE_SCALE if deep else min(VIDEO_FINE_SCALE, budget)
+    return Plan(fine_scale=math.floor(scale * 8) / 8, fine_score_threshold=None, turns=())
 
 
 # A quarter turn counter-clockwise (np.rot90's sense), by count.
