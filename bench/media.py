@@ -308,15 +308,16 @@ def timed_method(owner, name: str, cell: list[float]):
 def todays_plan():
     """The video plan before this one, in this code: a look's fixed budget of 0.75x a 1080p frame's pixels,
     nothing searched between looks, no cut seen (every frame the same as the one before)."""
+    import dataclasses
     import math
 
     from faces.detection import clips as clip_detection
     from faces.detection.motion import Change
-    from faces.engines.pyramid import VIDEO_FINE_SCALE, Plan
+    from faces.engines.pyramid import VIDEO_FINE_SCALE, VIDEO_PLAN, Plan
 
     def fixed_budget(width: int, height: int, *, deep: bool = False) -> Plan:
         scale = min(VIDEO_FINE_SCALE, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
-        return Plan(fine_scale=round(scale, 3), fine_score_threshold=None, turns=())
+        return dataclasses.replace(VIDEO_PLAN, fine_scale=round(scale, 3))
 
     class Blind:
         def see(self, frame) -> Change:

@@ -5,22 +5,25 @@ import dataclasses
 
 def parse_plan(items: list[str]) -> dict:
     """KEY=VALUE items -> Plan overrides: numbers, `turns=1,3` (`turns=` for none), `turned_scale=1.0`
-    (`none` for the default), `edge_second_look=1`."""
+    (`none` where a field may be None), `edge_second_look=1`."""
     from faces.engines.pyramid import Plan
 
     defaults = Plan()
+    fields = {field.name: field for field in dataclasses.fields(Plan)}
     overrides = {}
     for item in items:
         key, _, value = item.partition("=")
-        if key not in {f.name for f in dataclasses.fields(Plan)}:
+        if key not in fields:
             raise SystemExit(f"--plan: Plan has no field {key!r}")
         default = getattr(defaults, key)
-        if isinstance(default, tuple):
+        if value.lower() == "none" and "None" in str(fields[key].type):
+            overrides[key] = None
+        elif isinstance(default, tuple):
             overrides[key] = tuple(int(part) for part in value.split(",") if part)
         elif isinstance(default, bool):
             overrides[key] = value.lower() in {"1", "true", "yes"}
         elif default is None:
-            overrides[key] = None if value.lower() in {"", "none"} else float(value)
+            overrides[key] = None if value == "" else float(value)
         else:
             overrides[key] = type(default)(float(value))
     return overrides

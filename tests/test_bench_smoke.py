@@ -82,7 +82,7 @@ def test_capacity():
 
 def test_detector_time():
     out = bench("bench/detector_time.py", "--mp", "3", "--repeats", "1", "--plan", "turns=")
-    assert "| level x1.5 | " in out
+    assert "| level x1 | " in out, "the finest level (the cascade's 1x)"
     assert "| turn 90: " in out
     assert "3 MP, turns=: detect" in out, "the variant's own table"
 
@@ -90,7 +90,7 @@ def test_detector_time():
 def test_first_look():
     out = bench("bench/first_look.py", "--mp", "3", "--scenes", "1", "--free-scenes", "1", "--scales", "1.0")
     assert "| x1 | 0.05 | " in out
-    assert "| x1.5 (today) | 0.25 | " in out
+    assert "| x1.5 (before the cascade) | 0.25 | " in out
 
 
 def test_clip_edge_faces():

@@ -4,9 +4,9 @@ SCRFD-500M finds faces from about 32 px up (full resolution: 63 % at 24 px, 96 %
 32 px), at about 0.05 µs per detector pixel on one core. So the photo is searched as
 a pyramid of levels, each a factor `level_ratio` (3) smaller than the one before:
 
-- the finest level is the photo enlarged `fine_scale` times (24 px faces become
-  36 px), cut into overlapping tiles (at most 3072x2048 detector px), each enlarged
-  from the photo on its own, so memory stays bounded whatever the photo size;
+- the finest level is the photo at `fine_scale` (1x: 24 px faces stay 24 px), cut
+  into overlapping tiles (at most 3072x2048 detector px), each scaled from the photo
+  on its own, so memory stays bounded whatever the photo size;
 - coarser levels (fine_scale / 3, / 9, ...) until the photo's long side is at most
   `overview_long_side`; a level small enough runs as one detector pass, a larger one
   is tiled the same way;
@@ -22,29 +22,36 @@ maximum tile size allows, shrunk to a multiple of the stride), so the overlaps c
 about a quarter more detector pixels and no padding.
 
 Candidates are taken from a low score (0.25). A sure one (>= 0.6) is a face; an
-unsure one gets a second look: its surroundings scaled so that it is 64 px wide,
-and it is kept only if the detector scores it >= 0.5 there (then with that look's
-box, landmarks and score). Blurred 24 px faces mostly score under 0.6 in the tiles and
+unsure one gets a second look: its surroundings (1.75 box sizes) scaled so that it is
+64 px wide, and it is kept only if the detector scores it >= 0.5 there (then with that
+look's box, landmarks and score). Blurred 24 px faces mostly score under 0.6 in the tiles and
 over 0.5 at 64 px; textures mostly do not (docs/MEASUREMENTS.md, "Detector against
-CenterFace": blurred-face recall and false positives). A second look costs a ~224²
+CenterFace": blurred-face recall and false positives). A second look costs a ~112²
 pass. Then one cross-level NMS (IoU 0.4) plus a containment rule keeps one box per face.
+
+The finest level is a cascade: its candidates start at 0.07, not 0.25, and the second
+look decides. A 16-24 px face scores 0.07-0.25 at 1x and over 0.5 enlarged to 64 px, so
+the finest level runs at 1x where the plan of before ran 1.5x (2.25x the pixels) and
+finds more small faces (docs/MEASUREMENTS.md, "A cheaper first look: a cascade").
 
 An edge pass runs the overview mirrored past the image's edges, so faces the edge cuts in
 half are completed; only boxes that reach past the edge are kept.
 
 Faces turned in the picture itself (90, 180, 270 degrees: a guest lying down, a child upside
-down) are past what SCRFD finds (about 60 degrees): the coarser levels run again on the photo
-turned each quarter (shrunk to the first of them before it is turned), and what they find is
-turned back. Their landmarks keep their meaning. Upright first: a turned face adds a face only where
+down) are past what SCRFD finds (about 60 degrees): levels run again on the photo
+turned each quarter (shrunk to the first of them, 1/2x, before it is turned; a pyramid of their own
+from there, the finest taking its candidates from 0.15), and what they find is turned back. Their
+landmarks keep their meaning. Upright first: a turned face adds a face only where
 the upright levels found none; where they found the same face, it comes back as that face's turned
 view, and the engine keeps the upright one unless the recogniser sees the turned one far better
 (faces/engines/insightface.py, `upright_first`). A turned level may score an upright face higher than the
 upright levels do, with its mouth above its eyes.
 
-The cost is almost all the finest level: fine_scale² times the photo's pixels, plus
-the tile overlaps and 1/9 for the coarser levels (about 3.1x the photo's pixels in
-all; the turned levels add three times the coarser levels, about 0.8x more), so time
-grows with the pixel count, and memory with the tile size only (the shrunk copies of the
+The cost is mostly the finest level: fine_scale² times the photo's pixels, plus the
+tile overlaps and 1/9 for the coarser levels (about 1.2x the photo's pixels); the turned
+levels add three times 1/4 and the second looks a few dozen ~112² passes (a 12 MP
+photo: about 28 detector MP in all, against 44 before the cascade), so time grows with
+the pixel count, and memory with the tile size only (the shrunk copies of the
 photo for the coarser levels, each made once and kept for the detection, are about 0.3 of it). The
 detector runs on the wrapper's onnxruntime session directly: insightface's
 `SCRFD.detect` resizes, copies, and decodes boxes and keypoints of every anchor;
@@ -58,6 +65,7 @@ reference selfie) only the overview level and the edge pass run. docs/ARCHITECTU
 says why; docs/MEASUREMENTS.md has the recall, cost and memory tables (bench/face_recall.py).
 """
 
+import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
@@ -77,8 +85,9 @@ UprightAndTurned = tuple[Found, Found | None]
 
 @dataclass(frozen=True)
 class Plan:
-    # The finest level: the photo enlarged this much. 24 px faces become 36 px.
-    fine_scale: float = 1.5
+    # The finest level: the photo at this scale (24 px faces stay 24 px); the cascade below finds the faint
+    # small faces there (1.5x, the plan of before, finds fewer at 1.3x the cost: docs/MEASUREMENTS.md).
+    fine_scale: float = 1.0
     # Each coarser level is this much smaller; a tiled level keeps faces up to
     # `tile_overlap`, which are >= tile_overlap / level_ratio px at the next level.
     level_ratio: float = 3.0
@@ -101,10 +110,10 @@ class Plan:
     score_threshold: float = 0.25
     # The upright finest level's candidates from this score instead (None: score_threshold): a cascade, the
     # finest level run coarser with its faint candidates left to the second looks (bench/first_look.py).
-    fine_score_threshold: float | None = None
+    fine_score_threshold: float | None = 0.07
     sure_score: float = 0.6
     verify_width: int = 64
-    verify_context: float = 2.5  # the second look's crop, in face-box sizes
+    verify_context: float = 1.75  # the second look's crop, in face-box sizes (2.5 before the cascade)
     verify_score: float = 0.5
     nms_iou: float = 0.4
     # A lower-scoring box mostly inside a higher-scoring one is the same face.
@@ -125,11 +134,12 @@ class Plan:
     # turned in the picture: 1, 2, 3 find them at 90, 180 and 270 degrees.
     turns: tuple[int, ...] = (1, 2, 3)
     # The finest scale the turned passes run at, each coarser level level_ratio below it down to the
-    # overview: None, the upright levels below the finest (a 12 MP photo at 0.5: turned faces from about
-    # 64 px, then 1/6x and the overview); a finer one finds smaller turned faces at a higher cost.
-    turned_scale: float | None = None
-    # The finest turned level's candidates from this score instead (None: score_threshold): its cascade.
-    turned_score_threshold: float | None = None
+    # overview (None: the upright levels below the finest). At 1/2x a 12 MP photo's turned levels are 1/2x,
+    # 1/6x and the overview; a finer one finds smaller turned faces at a higher cost.
+    turned_scale: float | None = 0.5
+    # The finest turned level's candidates from this score instead (None: score_threshold): its cascade,
+    # which finds turned 32 px faces (16 px at 1/2x) that the upright 1.5x level of before found sideways.
+    turned_score_threshold: float | None = 0.15
 
 
 # The shapes a GPU's detector passes run at (faces/engines/passes.py): a second look (a 64 px face in 2.5x
@@ -144,19 +154,21 @@ SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (Plan.tile_width, Plan.tile
 # looks (one in three, at 1.5x) find the smaller faces at every size. The scale is
 # rounded down to an eighth, so a handful of plans serve every frame and region size.
 VIDEO_FINE_SCALE = 1.5
+# A video frame's plan is the photo plan of before the cascade (the tracks' coverage was measured with it):
+# candidates from score_threshold at every level, the second look's crop 2.5 face-box sizes, no turned levels.
+VIDEO_PLAN = Plan(fine_scale=VIDEO_FINE_SCALE, fine_score_threshold=None, verify_context=2.5, turns=())
 VIDEO_FRAME_DETECTOR_PIXELS = VIDEO_FINE_SCALE**2 * 1280 * 720
 VIDEO_MIN_SCALE = 0.75
 
 
 def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
-    """A video frame's plan (or a region of one): the budget above, no cascade (candidates from
-    score_threshold at every level: the tracks' coverage was measured so) and no turned levels (five looks a
-    second cannot pay for them). A deep look (faces/tracks.py, Look.DEEP: one look in three) searches at
+    """A video frame's plan (or a region of one): VIDEO_PLAN at the budget above (no turned levels: five
+    looks a second cannot pay for them). A deep look (faces/tracks.py, Look.DEEP: one look in three) searches at
     VIDEO_FINE_SCALE whatever the frame's size, so a still face of 24 px is seen often enough for its track
     to go on."""
     budget = max(VIDEO_MIN_SCALE, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height)))
     scale = VIDEO_FINE_SCALE if deep else min(VIDEO_FINE_SCALE, budget)
-    return Plan(fine_scale=math.floor(scale * 8) / 8, fine_score_threshold=None, turns=())
+    return dataclasses.replace(VIDEO_PLAN, fine_scale=math.floor(scale * 8) / 8)
 
 
 # A quarter turn counter-clockwise (np.rot90's sense), by count.
