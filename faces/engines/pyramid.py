@@ -142,9 +142,9 @@ class Plan:
     turned_score_threshold: float | None = 0.15
 
 
-# The shapes a GPU's detector passes run at (faces/engines/passes.py): a second look (a 64 px face in 2.5x
-# its size), the overview (long side 640), the edge pass (the overview mirrored 25 % past each edge) and a
-# tile (a level larger than a tile is tiled).
+# The shapes a GPU's detector passes run at (faces/engines/passes.py): a second look (a 64 px face in 1.75x
+# its size, a video frame's in 2.5x), the overview (long side 640), the edge pass (the overview mirrored 25 %
+# past each edge) and a tile (a level larger than a tile is tiled).
 SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (Plan.tile_width, Plan.tile_height))
 
 
