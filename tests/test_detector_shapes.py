@@ -181,3 +181,57 @@ def test_turned_levels_from_a_turned_scale_are_a_pyramid_of_their_own(cpu_engine
     assert passes_at(1 / 2, turned=True) == 2, "the turned passes start at 1/2x (90 and 270 degrees)"
     assert passes_at(1 / 2, turned=False) == 1, "half a turn at 1/2x, once; no upright level there"
     assert passes_at(1 / 3, turned=True) == 0, "no turned level at 1/3x"
+
+
+def test_a_cascade_looks_again_only_at_its_small_faint_candidates(cpu_engine, monkeypatch):
+    """Plan.cascade_max_width: the finest level's candidates under score_threshold wider than it get no second
+    look; the photo's faces are the same, with fewer looks, and every look left out was at a wide box."""
+    import collections
+    import dataclasses
+
+    image = group_at(2400)
+    looked_at = {}
+    found = {}
+    for cap in (None, 32):
+        plan = dataclasses.replace(Plan(), fine_scale=1.0, fine_score_threshold=0.07, cascade_max_width=cap)
+        pyramid = cpu_engine._pyramid_for(plan)
+        widths = looked_at[cap] = []
+        real = pyramid._second_looks
+
+        def spy(image, boxes, *, mirrored=False, real=real, widths=widths):
+            widths.extend(round(float(box[2] - box[0])) for box in boxes)
+            return real(image, boxes, mirrored=mirrored)
+
+        monkeypatch.setattr(pyramid, "_second_looks", spy)
+        found[cap] = cpu_engine.detect(image, plan=plan)
+    assert same_faces(found[32], found[None])
+    left_out = collections.Counter(looked_at[None]) - collections.Counter(looked_at[32])
+    assert left_out, "the plan without a cap looks again at wide faint candidates in this photo"
+    assert min(left_out.elements()) > 32, left_out
+
+
+def test_turned_levels_after_one_that_runs_whole_are_the_overview_only(cpu_engine, monkeypatch):
+    """Plan.turned_whole_then_overview: a 4800 px photo's turned 1/2x level runs as one pass, so its turned
+    levels are 1/2x and the overview, without the 1/6x level between; the faces are the same."""
+    import dataclasses
+
+    image = group_at(4800)
+    height, width = image.shape[:2]
+    sixth = {(round(width / 6), round(height / 6)), (round(height / 6), round(width / 6))}
+    at_a_sixth, found = {}, {}
+    for flag in (False, True):
+        plan = dataclasses.replace(Plan(), turned_scale=0.5, turned_whole_then_overview=flag)
+        pyramid = cpu_engine._pyramid_for(plan)
+        sizes = []
+        real = pyramid.passes.run_many
+
+        def spy(inputs, threshold, real=real, sizes=sizes):
+            sizes.extend((out_w, out_h) for _, out_w, out_h in inputs)
+            return real(inputs, threshold)
+
+        monkeypatch.setattr(pyramid.passes, "run_many", spy)
+        found[flag] = cpu_engine.detect(image, plan=plan)
+        monkeypatch.undo()
+        at_a_sixth[flag] = sum(any(abs(w - a) <= 1 and abs(h - b) <= 1 for a, b in sixth) for w, h in sizes)
+    assert at_a_sixth == {False: 3, True: 0}, "a 1/6x level a quarter turn, or none"
+    assert same_faces(found[True], found[False])

@@ -140,6 +140,11 @@ class Plan:
     # The finest turned level's candidates from this score instead (None: score_threshold): its cascade,
     # which finds turned 32 px faces (16 px at 1/2x) that the upright 1.5x level of before found sideways.
     turned_score_threshold: float | None = 0.15
+    # A cascade's candidate under score_threshold is kept only when its box is at most this wide (detector px;
+    # None: any width): the faint first looks worth a second are the small faces the cascade is for.
+    cascade_max_width: float | None = 32.0
+    # The turned levels stop at the first that runs as one pass, then the overview (False: 3x steps down).
+    turned_whole_then_overview: bool = True
 
 
 # The shapes a GPU's detector passes run at (faces/engines/passes.py): a second look (a 64 px face in 1.75x
@@ -217,7 +222,8 @@ class PyramidDetector:
         upright = self._finish(faces, width, height)
         if not (small_faces and self.plan.turns):
             return [(face, None) for face in upright]
-        turned = self._finish(self._turned_faces(shrinks, self._turned_levels(levels), checkpoint), width, height)
+        turned_levels = self._turned_levels(levels, width, height)
+        turned = self._finish(self._turned_faces(shrinks, turned_levels, checkpoint), width, height)
         return self._upright_first(upright, turned)
 
     def _upright_first(self, upright: list[Found], turned: list[Found]) -> list[UprightAndTurned]:
@@ -234,12 +240,25 @@ class PyramidDetector:
                 views.setdefault(same, face)
         return [(face, views.get(index)) for index, face in enumerate(upright)] + alone
 
-    def _turned_levels(self, levels: list[float]) -> list[float]:
+    def _turned_levels(self, levels: list[float], width: int, height: int) -> list[float]:
         """The upright levels below the finest, or a pyramid of their own from turned_scale down, so that a
-        coarser upright finest level (a cascade) does not take the turned levels coarser with it."""
-        if self.plan.turned_scale is None:
+        coarser upright finest level (a cascade) does not take the turned levels coarser with it. With
+        turned_whole_then_overview, a turned level that runs as one pass (every turn) is followed by the
+        overview only: it keeps every face however large, so a level between would find none it misses."""
+        plan = self.plan
+        if plan.turned_scale is None:
             return levels[1:] or levels
-        return self._down_to(self.plan.turned_scale, levels[-1])
+        turned = self._down_to(plan.turned_scale, levels[-1])
+        if plan.turned_whole_then_overview:
+            for index, scale in enumerate(turned[:-1]):
+                if self._whole(round(width * scale), round(height * scale), self.passes):
+                    return [*turned[: index + 1], turned[-1]]
+        return turned
+
+    def _whole(self, scaled_w: int, scaled_h: int, passes: Passes) -> bool:
+        """Whether a level of scaled_w x scaled_h runs as one pass, upright and turned a quarter."""
+        small = scaled_w * scaled_h <= self.plan.whole_max_pixels
+        return small and passes.fits(scaled_w, scaled_h) and passes.fits(scaled_h, scaled_w)
 
     def _faces(
         self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint, fine_threshold: float | None
@@ -365,7 +384,7 @@ class PyramidDetector:
         whole = scaled_w * scaled_h <= plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
         if keep_all or whole:
             scaled = shrinks.at(scaled_w, scaled_h)
-            b, k, s = passes.run(scaled, scaled_w, scaled_h, threshold)
+            b, k, s = self._worth_a_look(*passes.run(scaled, scaled_w, scaled_h, threshold))
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
             yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
             return
@@ -385,11 +404,21 @@ class PyramidDetector:
         for group in itertools.batched(origins, passes.batch):
             checkpoint()
             crops = [(source[y : y + tile_h, x : x + tile_w], out_w, out_h) for x, y in group]
-            for (x, y), (b, k, s) in zip(group, passes.run_many(crops, threshold), strict=True):
+            for (x, y), found in zip(group, passes.run_many(crops, threshold), strict=True):
+                b, k, s = self._worth_a_look(*found)
                 inner = (x > 0, y > 0, x + tile_w < source_w, y + tile_h < source_h)
                 ok = _inside_and_small(b, out_w, out_h, inner, plan.tile_overlap, plan.edge_margin)
                 off = np.array([x * shrink_x, y * shrink_y], np.float32)
                 yield (b[ok].reshape(-1, 2, 2) * mul + off).reshape(-1, 4), k[ok] * mul + off, s[ok]
+
+
+    def _worth_a_look(self, b: np.ndarray, k: np.ndarray, s: np.ndarray):
+        """A pass's detections without the cascade's faint candidates wider than cascade_max_width."""
+        plan = self.plan
+        if plan.cascade_max_width is None:
+            return b, k, s
+        keep = (s >= plan.score_threshold) | (b[:, 2] - b[:, 0] <= plan.cascade_max_width)
+        return b[keep], k[keep], s[keep]
 
 
 class Shrinks:
