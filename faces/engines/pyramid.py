@@ -411,7 +411,6 @@ class PyramidDetector:
                 off = np.array([x * shrink_x, y * shrink_y], np.float32)
                 yield (b[ok].reshape(-1, 2, 2) * mul + off).reshape(-1, 4), k[ok] * mul + off, s[ok]
 
-
     def _worth_a_look(self, b: np.ndarray, k: np.ndarray, s: np.ndarray):
         """A pass's detections without the cascade's faint candidates wider than cascade_max_width."""
         plan = self.plan
