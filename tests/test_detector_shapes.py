@@ -192,7 +192,7 @@ def test_a_cascade_looks_again_only_at_its_small_faint_candidates(cpu_engine, mo
     image = group_at(2400)
     looked_at = {}
     found = {}
-    for cap in (None, 32):
+    for cap in (None, 40):
         plan = dataclasses.replace(Plan(), fine_scale=1.0, fine_score_threshold=0.07, cascade_max_width=cap)
         pyramid = cpu_engine._pyramid_for(plan)
         widths = looked_at[cap] = []
@@ -204,10 +204,10 @@ def test_a_cascade_looks_again_only_at_its_small_faint_candidates(cpu_engine, mo
 
         monkeypatch.setattr(pyramid, "_second_looks", spy)
         found[cap] = cpu_engine.detect(image, plan=plan)
-    assert same_faces(found[32], found[None])
-    left_out = collections.Counter(looked_at[None]) - collections.Counter(looked_at[32])
+    assert same_faces(found[40], found[None])
+    left_out = collections.Counter(looked_at[None]) - collections.Counter(looked_at[40])
     assert left_out, "the plan without a cap looks again at wide faint candidates in this photo"
-    assert min(left_out.elements()) > 32, left_out
+    assert min(left_out.elements()) > 40, left_out
 
 
 def test_turned_levels_after_one_that_runs_whole_are_the_overview_only(cpu_engine, monkeypatch):

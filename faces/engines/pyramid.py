@@ -32,7 +32,9 @@ pass. Then one cross-level NMS (IoU 0.4) plus a containment rule keeps one box p
 The finest level is a cascade: its candidates start at 0.07, not 0.25, and the second
 look decides. A 16-24 px face scores 0.07-0.25 at 1x and over 0.5 enlarged to 64 px, so
 the finest level runs at 1x where the plan of before ran 1.5x (2.25x the pixels) and
-finds more small faces (docs/MEASUREMENTS.md, "A cheaper first look: a cascade").
+finds more small faces (docs/MEASUREMENTS.md, "A cheaper first look: a cascade"). Only the faint candidates
+at most 40 detector px wide get that second look (`cascade_max_width`): wider ones are textures, not the small
+faces the cascade is for (docs/MEASUREMENTS.md, "Fewer second looks, fewer turned levels").
 
 An edge pass runs the overview mirrored past the image's edges, so faces the edge cuts in
 half are completed; only boxes that reach past the edge are kept.
@@ -40,7 +42,8 @@ half are completed; only boxes that reach past the edge are kept.
 Faces turned in the picture itself (90, 180, 270 degrees: a guest lying down, a child upside
 down) are past what SCRFD finds (about 60 degrees): levels run again on the photo
 turned each quarter (shrunk to the first of them, 1/2x, before it is turned; a pyramid of their own
-from there, the finest taking its candidates from 0.15), and what they find is turned back. Their
+from there, the finest taking its candidates from 0.15, and straight to the overview after a level that runs as one
+pass, which keeps every face), and what they find is turned back. Their
 landmarks keep their meaning. Upright first: a turned face adds a face only where
 the upright levels found none; where they found the same face, it comes back as that face's turned
 view, and the engine keeps the upright one unless the recogniser sees the turned one far better
@@ -142,7 +145,7 @@ class Plan:
     turned_score_threshold: float | None = 0.15
     # A cascade's candidate under score_threshold is kept only when its box is at most this wide (detector px;
     # None: any width): the faint first looks worth a second are the small faces the cascade is for.
-    cascade_max_width: float | None = 32.0
+    cascade_max_width: float | None = 40.0
     # The turned levels stop at the first that runs as one pass, then the overview (False: 3x steps down).
     turned_whole_then_overview: bool = True
 
