@@ -33,8 +33,9 @@ The finest level is a cascade: its candidates start at 0.07, not 0.25, and the s
 look decides. A 16-24 px face scores 0.07-0.25 at 1x and over 0.5 enlarged to 64 px, so
 the finest level runs at 1x where the plan of before ran 1.5x (2.25x the pixels) and
 finds more small faces (docs/MEASUREMENTS.md, "A cheaper first look: a cascade"). Only the faint candidates
-at most 40 detector px wide get that second look (`cascade_max_width`): wider ones are textures, not the small
-faces the cascade is for (docs/MEASUREMENTS.md, "Fewer second looks, fewer turned levels").
+at most 40 detector px wide get that second look (`cascade_max_width`): the cascade is for faces of 16-24 px (and
+32 px faces seen sideways, whose boxes reach 40), and the wider faint candidates of a textured photo are textures
+(docs/MEASUREMENTS.md, "Fewer second looks, fewer turned levels").
 
 An edge pass runs the overview mirrored past the image's edges, so faces the edge cuts in
 half are completed; only boxes that reach past the edge are kept.
@@ -43,7 +44,7 @@ Faces turned in the picture itself (90, 180, 270 degrees: a guest lying down, a 
 down) are past what SCRFD finds (about 60 degrees): levels run again on the photo
 turned each quarter (shrunk to the first of them, 1/2x, before it is turned; a pyramid of their own
 from there, the finest taking its candidates from 0.15, and straight to the overview after a level that runs as one
-pass, which keeps every face), and what they find is turned back. Their
+pass, which drops no face for its size), and what they find is turned back. Their
 landmarks keep their meaning. Upright first: a turned face adds a face only where
 the upright levels found none; where they found the same face, it comes back as that face's turned
 view, and the engine keeps the upright one unless the recogniser sees the turned one far better
@@ -247,7 +248,8 @@ class PyramidDetector:
         """The upright levels below the finest, or a pyramid of their own from turned_scale down, so that a
         coarser upright finest level (a cascade) does not take the turned levels coarser with it. With
         turned_whole_then_overview, a turned level that runs as one pass (every turn) is followed by the
-        overview only: it keeps every face however large, so a level between would find none it misses."""
+        overview only: a tile drops the faces past its overlap for the next level, a whole pass drops none, and the
+        overview sees those too large for SCRFD there."""
         plan = self.plan
         if plan.turned_scale is None:
             return levels[1:] or levels
