@@ -99,7 +99,7 @@ class Plan:
     overview_long_side: int = 640
     # Tiles as the detector sees them (after enlargement), width x height, and
     # their overlap. Larger tiles waste less on the overlap; memory grows with them
-    # (a 48 MP photo peaks at 962 MB with these; 1536x1024 tiles gave a 12 MP photo's finest
+    # (a 48 MP photo peaks at 1059 MB with these; 1536x1024 tiles gave a 12 MP photo's finest
     # level 14 % more detector pixels: docs/MEASUREMENTS.md, "Where the detector's time goes").
     tile_width: int = 3072
     tile_height: int = 2048
