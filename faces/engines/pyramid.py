@@ -54,7 +54,7 @@ upright levels do, with its mouth above its eyes.
 The cost is mostly the finest level: fine_scale² times the photo's pixels, plus the
 tile overlaps and 1/9 for the coarser levels (about 1.2x the photo's pixels); the turned
 levels add three times 1/4 and the second looks a few dozen ~112² passes (a 12 MP
-photo: about 28 detector MP in all, against 44 before the cascade), so time grows with
+photo: about 26 detector MP in all, against 44 before the cascade), so time grows with
 the pixel count, and memory with the tile size only (the shrunk copies of the
 photo for the coarser levels, each made once and kept for the detection, are about 0.3 of it). The
 detector runs on the wrapper's onnxruntime session directly: insightface's
