@@ -199,7 +199,7 @@ def test_a_cascade_looks_again_only_at_its_small_faint_candidates(cpu_engine, mo
         real = pyramid._second_looks
 
         def spy(image, boxes, *, mirrored=False, real=real, widths=widths):
-            widths.extend(round(float(box[2] - box[0])) for box in boxes)
+            widths.extend(float(box[2] - box[0]) for box in boxes)
             return real(image, boxes, mirrored=mirrored)
 
         monkeypatch.setattr(pyramid, "_second_looks", spy)
