@@ -256,14 +256,14 @@ class PyramidDetector:
         turned = self._down_to(plan.turned_scale, levels[-1])
         if plan.turned_whole_then_overview:
             for index, scale in enumerate(turned[:-1]):
-                if self._whole(round(width * scale), round(height * scale), self.passes):
+                scaled_w, scaled_h = round(width * scale), round(height * scale)
+                if self._one_pass(scaled_w, scaled_h, self.passes) and self._one_pass(scaled_h, scaled_w, self.passes):
                     return [*turned[: index + 1], turned[-1]]
         return turned
 
-    def _whole(self, scaled_w: int, scaled_h: int, passes: Passes) -> bool:
-        """Whether a level of scaled_w x scaled_h runs as one pass, upright and turned a quarter."""
-        small = scaled_w * scaled_h <= self.plan.whole_max_pixels
-        return small and passes.fits(scaled_w, scaled_h) and passes.fits(scaled_h, scaled_w)
+    def _one_pass(self, scaled_w: int, scaled_h: int, passes: Passes) -> bool:
+        """Whether a level of scaled_w x scaled_h runs as one pass (else it is tiled)."""
+        return scaled_w * scaled_h <= self.plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
 
     def _faces(
         self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint, fine_threshold: float | None
@@ -386,8 +386,7 @@ class PyramidDetector:
         image = shrinks.image
         height, width = image.shape[:2]
         scaled_w, scaled_h = round(width * scale), round(height * scale)
-        whole = scaled_w * scaled_h <= plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
-        if keep_all or whole:
+        if keep_all or self._one_pass(scaled_w, scaled_h, passes):
             scaled = shrinks.at(scaled_w, scaled_h)
             b, k, s = self._worth_a_look(*passes.run(scaled, scaled_w, scaled_h, threshold))
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
