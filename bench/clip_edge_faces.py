@@ -76,7 +76,7 @@ def covered(data: bytes, truth: list, engine) -> tuple[int, int, float]:
     """(frames covered, frames with the face, detection seconds)."""
     from faces.detection.clips import detect_clip
     from faces.media.video import Video
-    from faces.tracks import tracks_of
+    from faces.rendering.painters import tracks_of
 
     clip = Video(data)
     started = time.perf_counter()
@@ -102,12 +102,12 @@ def edge_looks():
 
     searched = clips._analyze_region
 
-    def analyze_region(engine, frame, region):
+    def analyze_region(engine, frame, region, checkpoint):
         height, width = frame.shape[:2]
         x1, y1, x2, y2 = region
         if x1 <= 0 or y1 <= 0 or x2 >= width or y2 >= height:
-            return engine.analyze(frame, plan=video_frame_plan(width, height))
-        return searched(engine, frame, region)
+            return engine.analyze(frame, plan=video_frame_plan(width, height), checkpoint=checkpoint)
+        return searched(engine, frame, region, checkpoint)
 
     clips._analyze_region = analyze_region
     return lambda: setattr(clips, "_analyze_region", searched)

@@ -5,7 +5,7 @@ the same face uncut).
 Each of t1's six faces is cut by the left, right, top or bottom edge of a crop with 0-50 % of its box
 past the edge (the crop saved as JPEG q90, as an upload), and detected with the resident engine. Per
 true hidden share: faces detected, the estimate's range, the lowest similarity to the same face whole,
-and how many count as unsure (faces.matching.UNSURE_HIDDEN_SHARE: reaching every DNP member).
+and how many count as unsure (faces.thresholds.UNSURE_HIDDEN_SHARE: reaching every DNP member).
 
 Usage: python bench/edge_cuts.py [--faces N] [--hidden 0 0.05 ... 0.5]
 """
@@ -40,7 +40,7 @@ def main() -> None:
 
     django.setup()
     from faces.engines import resident_engine
-    from faces.matching import UNSURE_HIDDEN_SHARE
+    from faces.thresholds import UNSURE_HIDDEN_SHARE
     from momentlens.devservices import samples
 
     started = time.perf_counter()

@@ -312,20 +312,19 @@ def todays_plan():
     import math
 
     from faces.detection import clips as clip_detection
-    from faces.detection.motion import Change
+    from faces.detection import motion
     from faces.engines.pyramid import VIDEO_FINE_SCALE, VIDEO_PLAN, Plan
 
     def fixed_budget(width: int, height: int, *, deep: bool = False) -> Plan:
         scale = min(VIDEO_FINE_SCALE, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
         return dataclasses.replace(VIDEO_PLAN, fine_scale=round(scale, 3))
 
-    class Blind:
-        def see(self, frame) -> Change:
-            return Change()
+    def blind(frames, watching: bool = True):
+        return ((when, frame, motion.Change()) for when, frame in frames)
 
     with (
         mock.patch.object(clip_detection, "video_frame_plan", fixed_budget),
-        mock.patch.object(clip_detection, "MotionWatch", Blind),
+        mock.patch.object(motion, "changes", blind),
     ):
         yield
 
@@ -377,17 +376,14 @@ def painters_for(clip, found, paint_cell: list[float]):
 
 @dataclass
 class TimedPainter:
-    """The production painter, its time (deciding and painting) added to `cell`."""
+    """The production painter, its painting time added to `cell`."""
 
     painter: object
     cell: list[float]
 
-    def touches(self, when: float) -> bool:
-        began = time.perf_counter()
-        try:
-            return self.painter.touches(when)
-        finally:
-            self.cell[0] += time.perf_counter() - began
+    @property
+    def spans(self) -> list[tuple[float, float]]:
+        return self.painter.spans
 
     def __call__(self, when: float, frame) -> None:
         began = time.perf_counter()
@@ -661,8 +657,7 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int, frames: int):
 def covered_frames(data: bytes, truth: list, engine) -> dict:
     from faces.detection.clips import detect_clip
     from faces.media.video import Video
-    from faces.rendering.blur import FACE_EXPANSION
-    from faces.tracks import tracks_of
+    from faces.rendering.painters import FACE_EXPANSION, tracks_of
 
     clip = Video(data)
     found = detect_clip(clip, engine)

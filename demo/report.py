@@ -20,8 +20,8 @@ from django.core.files.storage import default_storage
 
 from faces import thresholds
 from faces.models import EventMember, Face, Photo, PhotoVariant
-from faces.rendering.blur import expanded_face_box, region_box
 from faces.rendering.files import faces_blurred_in
+from faces.rendering.painters import expanded_face_box, region_box
 
 PANEL_WIDTH = 480
 GAP = 12

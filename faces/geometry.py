@@ -82,24 +82,3 @@ def iou(a, b):
     union = area_a[:, None] + area_b[None, :] - inter
     overlaps = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
     return float(overlaps[0, 0]) if np.ndim(a) == 1 and np.ndim(b) == 1 else overlaps
-
-
-def suppress(boxes: np.ndarray, scores: np.ndarray, iou: float, containment: float | None) -> list[int]:
-    """Greedy NMS by score; with `containment`, a box that much inside a kept one also goes."""
-    order = np.argsort(-scores, kind="stable")
-    x1, y1, x2, y2 = boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3]
-    areas = np.maximum(x2 - x1, 0) * np.maximum(y2 - y1, 0)
-    keep = []
-    while order.size:
-        i = order[0]
-        keep.append(int(i))
-        rest = order[1:]
-        w = np.maximum(0.0, np.minimum(x2[i], x2[rest]) - np.maximum(x1[i], x1[rest]))
-        h = np.maximum(0.0, np.minimum(y2[i], y2[rest]) - np.maximum(y1[i], y1[rest]))
-        inter = w * h
-        overlap = inter / np.maximum(areas[i] + areas[rest] - inter, 1e-9)
-        drop = overlap > iou
-        if containment is not None:
-            drop |= inter / np.maximum(areas[rest], 1e-9) >= containment
-        order = rest[~drop]
-    return keep

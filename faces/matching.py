@@ -6,15 +6,13 @@ result is stored on the face row (docs/ARCHITECTURE.md §6).
 """
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
 
 from faces import thresholds
-from faces.geometry import hidden_share
 from faces.models import EventMember, Face, SubjectReference
-from faces.quality import FaceQuality
 
 
 @dataclass(frozen=True)
@@ -53,22 +51,6 @@ class Candidates:
         return result
 
 
-# A face with this much of itself past the image edge (estimated from its box) cannot be told apart
-# from a DNP member. `bench/edge_cuts.py`: with a fifth of a face cut away its embedding can fall to
-# 0.11 against the same face whole, and the estimate runs up to 0.1 below the truth there; a chaos run
-# saw a DNP face 36 % hidden, found by an upside-down look with a box of nearly a face's proportions,
-# estimated at 0.17 (similarity 0.06). Faces up to 15 % hidden still reach 0.82 (docs/ARCHITECTURE.md §6).
-UNSURE_HIDDEN_SHARE = 0.08
-
-
-@dataclass(frozen=True)
-class FaceView:
-    """What the blur decision knows of a face beside its similarities."""
-
-    quality: FaceQuality
-    hidden_share: float  # of the face past the image edge (1.0: the image's size is unknown)
-
-
 @dataclass(frozen=True)
 class PhotoMatch:
     """A photo's faces against its event's candidates, under one engine's thresholds."""
@@ -81,10 +63,17 @@ class PhotoMatch:
     # seen); None when a threshold is not measured (every face is blurred).
     similar: np.ndarray | None
     # (F,): faces that cannot be told apart from a DNP member, so they count as reaching every one: cut by
-    # the image edge past UNSURE_HIDDEN_SHARE, or too poorly seen to judge (Thresholds.too_poor).
+    # the image edge past thresholds.UNSURE_HIDDEN_SHARE, or too poorly seen to judge (Thresholds.too_poor).
     unsure: np.ndarray
     # (F,): the faces too poorly seen to judge (a track's: when all its faces are): they join no cluster.
     too_poor: np.ndarray
+    # Per file, the public one (None) first, then one for each DNP member matched in the photo (their own face
+    # unblurred): which faces it blurs (`blurred`). What a render plans its files from (faces/rendering/files.py).
+    by_file: dict[uuid.UUID | None, list[bool]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        by_file = {viewer: self.blurred(viewer) for viewer in [None, *self.own_file_users()]}
+        object.__setattr__(self, "by_file", by_file)  # frozen: set once, as it is built
 
     @classmethod
     def for_faces(
@@ -100,18 +89,17 @@ class PhotoMatch:
         matches many photos of it (else read here)."""
         candidates = candidates or Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
-        views = [face_view(face, size) for face in faces]
-        match = cls.of(faces, candidates, candidates.similarities(embeddings), thresholds.for_engine(engine), views)
+        judgement = thresholds.judge_stored(engine, faces, size)
+        match = cls.of(faces, candidates, candidates.similarities(embeddings), judgement)
         return match.by_track() if faces and faces[0].track is not None else match
 
     @classmethod
-    def of(cls, faces, candidates, similarity, limits: thresholds.Thresholds, views: list[FaceView]) -> "PhotoMatch":
-        """The match of faces whose similarities to the candidates are `similarity`, seen as `views` say."""
-        blur_at = [limits.blur_for(view.quality) for view in views]
-        too_poor = np.array([limits.too_poor(view.quality) for view in views], dtype=bool)
-        cut = np.array([view.hidden_share >= UNSURE_HIDDEN_SHARE for view in views], dtype=bool)
+    def of(cls, faces, candidates, similarity, judgement: thresholds.Judgement) -> "PhotoMatch":
+        """The match of faces whose similarities to the candidates are `similarity`, as the thresholds judge
+        them."""
+        blur_at = judgement.blur_at
         similar = None if None in blur_at else similarity >= np.array(blur_at, dtype=np.float32).reshape(-1, 1)
-        return cls(faces, candidates, similarity, limits, similar, cut | too_poor, too_poor)
+        return cls(faces, candidates, similarity, judgement.limits, similar, judgement.unsure, judgement.too_poor)
 
     def by_track(self) -> "PhotoMatch":
         """One identity per track (a clip's faces linked across frames, faces/tracks.py).
@@ -151,11 +139,6 @@ class PhotoMatch:
             result.append((self.candidates.user_ids[column] if matched else None, similarity))
         return result
 
-    def blurred_by_file(self) -> dict[uuid.UUID | None, list[bool]]:
-        """Per file, the public one (None) first, then one for each DNP member matched in the photo (their own
-        face unblurred): which faces it blurs (`blurred`)."""
-        return {viewer: self.blurred(viewer) for viewer in [None, *self.own_file_users()]}
-
     def own_file_users(self) -> list[uuid.UUID]:
         """DNP members matched in this photo: each gets a file with their own face unblurred."""
         dnp = {u for u, is_dnp in zip(self.candidates.user_ids, self.candidates.dnp, strict=True) if is_dnp}
@@ -179,15 +162,6 @@ class PhotoMatch:
             bool(others[row]) or (bool(reaches[row, own].any()) and matched[row] != viewer)
             for row in range(len(self.faces))
         ]
-
-
-def face_view(face: Face, size: tuple[int, int] | None) -> FaceView:
-    """A stored face's quality and share hidden past the image edge; an unknown size (None) makes it small and
-    wholly hidden."""
-    width = None if size is None else size[0]
-    quality = FaceQuality.of(face.box_w, face.landmarks, face.embedding_norm, width)
-    hidden = 1.0 if size is None else hidden_share((face.box_x, face.box_y, face.box_w, face.box_h), *size)
-    return FaceView(quality, hidden)
 
 
 def record_matches(match: PhotoMatch) -> None:

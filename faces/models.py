@@ -193,7 +193,7 @@ class Face(models.Model):
     engine = models.TextField()
     frame_time = models.FloatField(null=True)  # seconds from the clip's first frame; None for stills
     track = models.IntegerField(null=True)  # the clip's faces linked across frames; None for stills
-    # How well the recogniser saw a face (faces/quality.py); None for faces stored before it was kept.
+    # How well the recogniser saw a face (faces/thresholds.py); None for faces stored before it was kept.
     embedding_norm = models.FloatField(null=True)
     matched_user_id = models.UUIDField(null=True)
     similarity = models.FloatField(null=True)

@@ -1,9 +1,10 @@
 """Reading uploads from object storage with outcomes the consumer understands."""
 
 import botocore.exceptions
+from django.conf import settings
 from django.core.files.storage import default_storage
 
-from faces.media import limits
+from faces.media.limits import MediaTooLarge
 from jobqueue.api import MissingObject
 
 _MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
@@ -15,12 +16,16 @@ def read_object(key: str) -> bytes:
 
     Any other storage error propagates: an outage is retried by the consumer.
     """
+    limit = settings.MEDIA_MAX_UPLOAD_BYTES
     try:
         with default_storage.open(key, "rb") as handle:
-            return limits.read_upload(handle, key)
+            data = handle.read(limit + 1)
     except FileNotFoundError:
         raise MissingObject(f"no object at {key}") from None
     except botocore.exceptions.ClientError as error:
         if str(error.response.get("Error", {}).get("Code")) in _MISSING_CODES:
             raise MissingObject(f"no object at {key}") from None
         raise
+    if len(data) > limit:
+        raise MediaTooLarge(f"{key} is larger than MEDIA_MAX_UPLOAD_BYTES ({limit} bytes)")
+    return data

@@ -5,17 +5,93 @@ measured is None, and None fails closed: every detected face is blurred in
 every file, nothing is matched, nothing is clustered. Tests set thresholds in
 their own fixtures (patching THRESHOLDS), never through configuration.
 
-A face the recogniser saw poorly (faces/quality.py) reaches far lower similarities against its owner's
+A face the recogniser saw poorly (`FaceQuality`, below) reaches far lower similarities against its owner's
 reference than a clear one, while strangers' similarities stay where they are. So the blur decision reads
 the face's quality: a poorly seen face (small, turned, or with a weak embedding) is blurred from the lower
 `poor_face_blur`, and a face too poorly seen to judge at all is unsure, blurred wherever an active DNP
 member could be it, as a face cut by the image edge is (faces/matching.py).
+
+How well a face can be judged (`FaceQuality`): a DNP guest's own face can fall far under every threshold against their reference when the recogniser saw
+it poorly: a head turned away, a small or blurred face, sunglasses, low light. Three signals the engine
+already gives say how poorly, each measured on real photos of real people (`manage.py measure_thresholds`):
+
+- the face's width in pixels of the displayed image;
+- the head turn, from the five landmarks: how far the nose sits from the eyes' midpoint along the line
+  through the eyes, in eye distances (0 frontal; 0.5 a strong turn; about 1 a profile);
+- the embedding norm, the recogniser's feature norm before normalisation (faces/engines/insightface.py): small
+  when the crop hardly looks like a face to it.
 """
 
 import math
 from dataclasses import dataclass
 
-from faces.quality import FaceQuality
+import numpy as np
+
+from faces.geometry import FractionBox, hidden_share
+
+# A face with this much of itself past the image edge (estimated from its box) cannot be told apart
+# from a DNP member. `bench/edge_cuts.py`: with a fifth of a face cut away its embedding can fall to
+# 0.11 against the same face whole, and the estimate runs up to 0.1 below the truth there; a chaos run
+# saw a DNP face 36 % hidden, found by an upside-down look with a box of nearly a face's proportions,
+# estimated at 0.17 (similarity 0.06). Faces up to 15 % hidden still reach 0.82 (docs/ARCHITECTURE.md §6).
+UNSURE_HIDDEN_SHARE = 0.08
+
+
+@dataclass(frozen=True)
+class FaceQuality:
+    width_px: float | None  # None: the image's size is unknown
+    head_turn: float | None  # None: no landmarks
+    embedding_norm: float | None  # None: a face stored before the norm was kept
+
+    @classmethod
+    def of(cls, box_w: float, landmarks, embedding_norm: float | None, image_width: int | None) -> "FaceQuality":
+        """`box_w` and `landmarks` as fractions of an image `image_width` px wide (None: unknown)."""
+        width = None if image_width is None else box_w * image_width
+        return cls(width, head_turn(landmarks), embedding_norm)
+
+    @classmethod
+    def of_detected(cls, face) -> "FaceQuality":
+        """A face as the engine gives it (faces.engines.DetectedFace): box and landmarks in pixels."""
+        return cls(float(face.box[2] - face.box[0]), head_turn(face.landmarks), face.embedding_norm)
+
+
+@dataclass(frozen=True)
+class FaceView:
+    """What the blur decision knows of a face beside its similarities: how well it was seen, and how much of it
+    lies past the image edge (faces/geometry.py)."""
+
+    quality: FaceQuality
+    hidden_share: float  # of the face past the image edge (1.0: the image's size is unknown)
+
+    @classmethod
+    def of_stored(
+        cls, box: FractionBox, landmarks, embedding_norm: float | None, size: tuple[int, int] | None
+    ) -> "FaceView":
+        """A stored face (box and landmarks as fractions) of an image of `size` (width, height); an unknown size
+        (None) makes it small and wholly hidden."""
+        quality = FaceQuality.of(box[2], landmarks, embedding_norm, None if size is None else size[0])
+        return cls(quality, 1.0 if size is None else hidden_share(box, *size))
+
+    @classmethod
+    def of_detected(cls, face, width: int, height: int) -> "FaceView":
+        """A face as the engine gives it (box and landmarks in pixels) in a width x height picture."""
+        x1, y1, x2, y2 = (float(v) for v in face.box)
+        box = (x1 / width, y1 / height, (x2 - x1) / width, (y2 - y1) / height)
+        return cls(FaceQuality.of_detected(face), hidden_share(box, width, height))
+
+
+def head_turn(landmarks) -> float | None:
+    """The nose's offset from the eyes' midpoint along the eye line, in eye distances. Any scale and any
+    rotation in the picture give the same value; None when the eyes coincide."""
+    points = np.asarray(landmarks, dtype=np.float64).reshape(-1, 2)
+    if len(points) < 3:
+        return None
+    left_eye, right_eye, nose = points[0], points[1], points[2]
+    eye_line = right_eye - left_eye
+    distance = float(np.linalg.norm(eye_line))
+    if distance == 0.0:
+        return None
+    return abs(float(np.dot(nose - (left_eye + right_eye) / 2, eye_line))) / distance**2
 
 
 @dataclass(frozen=True)
@@ -60,6 +136,14 @@ class Thresholds:
     def small(self, quality: FaceQuality) -> bool:
         return quality.width_px is None or quality.width_px < self.small_face_px
 
+    def judge(self, views: list[FaceView]) -> "Judgement":
+        """What these thresholds make of each face seen as `views` say."""
+        too_poor = np.array([self.too_poor(view.quality) for view in views], dtype=bool)
+        cut = np.array([view.hidden_share >= UNSURE_HIDDEN_SHARE for view in views], dtype=bool)
+        poorly = np.array([self.seen_poorly(view.quality) for view in views], dtype=bool)
+        blur_at = [self.blur_for(view.quality) for view in views]
+        return Judgement(self, blur_at, cut | too_poor, too_poor, ~poorly & ~cut)
+
     @property
     def lowest_blur(self) -> float | None:
         """The lowest blur threshold any face gets (hide-first's candidates reach it: faces/exposure.py)."""
@@ -69,6 +153,18 @@ class Thresholds:
     @property
     def measured(self) -> bool:
         return None not in (self.match, self.blur, self.cluster)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What one engine's thresholds make of a photo's faces, one entry per face."""
+
+    limits: Thresholds
+    blur_at: list[float | None]  # its blur threshold (None: not measured, every face is blurred)
+    # Cannot be told apart from a DNP member: cut by the image edge past UNSURE_HIDDEN_SHARE, or too poor.
+    unsure: np.ndarray
+    too_poor: np.ndarray  # too poorly seen to judge (Thresholds.too_poor)
+    clear: np.ndarray  # seen well and whole: a witness of who it is (faces.tracks.LINK_AGREEMENT)
 
 
 NOT_MEASURED = Thresholds(match=None, blur=None, cluster=None)
@@ -94,3 +190,17 @@ THRESHOLDS: dict[str, Thresholds] = {
 
 def for_engine(engine: str) -> Thresholds:
     return THRESHOLDS.get(engine, NOT_MEASURED)
+
+
+def judge_stored(engine: str, faces, size: tuple[int, int] | None) -> Judgement:
+    """What `engine`'s thresholds make of a photo's stored faces (faces.models.Face) in a picture of `size`."""
+    views = [
+        FaceView.of_stored((face.box_x, face.box_y, face.box_w, face.box_h), face.landmarks, face.embedding_norm, size)
+        for face in faces
+    ]
+    return for_engine(engine).judge(views)
+
+
+def judge_detected(engine: str, faces, width: int, height: int) -> Judgement:
+    """What `engine`'s thresholds make of faces as the engine gives them, in a width x height picture."""
+    return for_engine(engine).judge([FaceView.of_detected(face, width, height) for face in faces])

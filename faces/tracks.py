@@ -1,23 +1,11 @@
-"""Faces over time: which frames are detected, how detections link into tracks, and where a track is
-blurred in every frame, detected or not.
-
-An animated image is detected on every frame; a video on a cadence such that two detected frames are
-never more than DETECT_INTERVAL_S apart (unless two consecutive frames are). So every frame that is
-not detected lies less than DETECT_INTERVAL_S from a detected frame on each side, and a track that
-reaches TRACK_PAD_S (more than that) past its first and last sightings covers every frame that
-either neighbouring detection would have blurred, whatever the frame times (variable frame rates
-included), without storing the schedule.
-
-Between two sightings the face is blurred along its path from one to the other; past its ends it is
-carried on at its track's velocity, and the boxes grow with the time from the sighting (faces enter
-and leave at a walk or faster, between two looks).
+"""How a clip's sightings link into tracks: one track per person, across the frames the detection looked at
+(faces/detection/clips.py); where a track is blurred between and past its sightings is rendering's
+(faces/rendering/painters.py).
 """
 
 import bisect
-import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from enum import IntEnum
 
 import numpy as np
 
@@ -26,8 +14,8 @@ from faces.geometry import FractionCorners
 # A face seen at a time: (seconds, where).
 Seen = tuple[float, FractionCorners]
 
+# Two looks at a video are never further apart than this (faces/detection/clips.py, `scheduled`).
 DETECT_INTERVAL_S = 0.2
-TRACK_PAD_S = 0.25
 # A face missed by this many seconds of detections in a row still continues its track.
 MAX_GAP_S = 0.6
 # Two sightings may be the same face when its centre moved at most LINK_SPEED face widths a second
@@ -49,46 +37,6 @@ JUMP_SPEED = 100.0
 # poorly seen sightings between two people do not carry one track from the first to the second
 # (`bench/track_links.py`, docs/MEASUREMENTS.md "One person per track").
 LINK_AGREEMENT = 0.15
-# Past a track's ends the face keeps moving: its box is carried on at the track's last velocity,
-# with MOVING_SLACK face sizes a second for a change of pace, or, seen once only, may have gone
-# LONE_SPEED face sizes a second any way; and it grows by END_GROWTH face sizes on every side.
-MOVING_SLACK = 1.0
-LONE_SPEED = 10.0
-END_GROWTH = 0.25
-PATH_STEP = 0.25
-
-
-class Look(IntEnum):
-    """How the detector looks at a frame: not at all (between looks), within the frame's budget, or deep."""
-
-    NONE = 0
-    QUICK = 1
-    DEEP = 2
-
-
-def scheduled[Frame](
-    frames: Iterable[tuple[float, Frame]], every_frame: bool, cut_before: Callable[[float], bool] = lambda time: False
-) -> Iterator[tuple[float, Frame, Look]]:
-    """Every (time, frame) pair, with how the detector looks at it. It looks at every frame, or at the
-    first, the last, each frame whose skipping would leave more than DETECT_INTERVAL_S between two looks,
-    and the last and first frames of a scene around a cut (`cut_before(time)`: a cut right before that
-    frame). Of those, the ends of the clip and of each scene, and every look that would otherwise leave
-    more than MAX_GAP_S between two deep looks, are deep: a still face only the deep looks find is seen
-    often enough for its track to go on. One frame of look-ahead, so a video is still streamed."""
-    last_look, last_deep, pending = None, None, None
-    for time, frame in frames:
-        cut = cut_before(time)
-        if pending is not None:
-            look = every_frame or cut or last_look is None or time - last_look > DETECT_INTERVAL_S + 1e-6
-            deep = look and (cut or last_deep is None or pending[0] - last_deep > MAX_GAP_S - DETECT_INTERVAL_S + 1e-6)
-            last_look = pending[0] if look else last_look
-            last_deep = pending[0] if deep else last_deep
-            yield (*pending, Look.DEEP if deep else Look.QUICK if look else Look.NONE)
-        last_look = None if cut else last_look
-        last_deep = None if cut else last_deep
-        pending = (time, frame)
-    if pending is not None:
-        yield (*pending, Look.DEEP)
 
 
 def link(
@@ -209,72 +157,3 @@ def _link_cost(last: Seen, now: Seen, partial: bool = False) -> float | None:
         return None
     speed = widths / max(time - then, 1e-3 if partial else DETECT_INTERVAL_S)
     return speed if speed <= LINK_SPEED else None
-
-
-@dataclass(frozen=True)
-class Track:
-    """One track's sightings, in time order, and how far it reaches before and after them."""
-
-    times: list[float]
-    boxes: list[FractionCorners]
-
-    @property
-    def start(self) -> float:
-        return self.times[0] - TRACK_PAD_S
-
-    @property
-    def end(self) -> float:
-        return self.times[-1] + TRACK_PAD_S
-
-    def boxes_at(self, time: float) -> list[FractionCorners]:
-        """Where to blur at `time` (an ellipse in each box): a sighting's box; between two sightings,
-        the face's path from one to the other; past an end, where it may have come from or gone."""
-        if time < self.start - 1e-6 or time > self.end + 1e-6:
-            return []
-        after = bisect.bisect_left(self.times, time - 1e-6)
-        if after < len(self.times) and abs(self.times[after] - time) <= 1e-6:
-            return [self.boxes[after]]
-        last = len(self.times) - 1
-        if after == 0:
-            return self._beyond(0, 1, time)
-        if after > last:
-            return self._beyond(last, last - 1, time)
-        between = _path(self.boxes[after - 1], self.boxes[after])
-        if self.times[after] - self.times[after - 1] <= DETECT_INTERVAL_S + 1e-6:
-            return between
-        # Looks in between missed the face (it was hidden, or gone and back): it may have left from
-        # one sighting and come back to the other by any way, so both ends reach into the gap.
-        return between + self._beyond(after - 1, after - 2, time) + self._beyond(after, after + 1, time)
-
-    def _beyond(self, end: int, inner: int, time: float) -> list[FractionCorners]:
-        """Before or after the sighting `end` (with `inner` the one next to it inside the track, if
-        any): where the face may have come from, or gone."""
-        box, seconds = self.boxes[end], abs(time - self.times[end])
-        if not 0 <= inner < len(self.times):
-            return [_grown(box, END_GROWTH + LONE_SPEED * seconds)]
-        velocity = (box - self.boxes[inner]) / (self.times[end] - self.times[inner])
-        carried = box + velocity * (time - self.times[end])
-        return [_grown(step, END_GROWTH + MOVING_SLACK * seconds) for step in _path(box, carried)]
-
-
-def tracks_of(sightings: list[tuple[int, float, FractionCorners]]) -> dict[int, Track]:
-    """Each track, from (track number, time, box) per sighting, reaching TRACK_PAD_S past both ends."""
-    grouped: dict[int, list[Seen]] = {}
-    for number, time, box in sorted(sightings, key=lambda s: (s[0], s[1])):
-        grouped.setdefault(number, []).append((time, box))
-    return {number: Track([time for time, _ in seen], [box for _, box in seen]) for number, seen in grouped.items()}
-
-
-def _path(a: FractionCorners, b: FractionCorners) -> list[FractionCorners]:
-    """Boxes from `a` to `b`, PATH_STEP face widths apart: their ellipses cover every place between
-    (one ellipse in the hull of both would leave the ends of a long stride uncovered)."""
-    width = min(a[2] - a[0], b[2] - b[0])
-    stride = float(np.linalg.norm((b[:2] + b[2:]) / 2 - (a[:2] + a[2:]) / 2))
-    steps = max(1, math.ceil(stride / (PATH_STEP * width))) if width > 0 else 1
-    return [a + (b - a) * (step / steps) for step in range(steps + 1)]
-
-
-def _grown(box: FractionCorners, sizes: float) -> FractionCorners:
-    """`box` grown by `sizes` face sizes on every side."""
-    width, height = box[2] - box[0], box[3] - box[1]
-    return box + np.array([-width, -height, width, height]) * sizes

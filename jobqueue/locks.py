@@ -18,4 +18,4 @@ def hold_until_commit(namespace: int, key: str) -> None:
     if not connection.in_atomic_block:
         raise RuntimeError("a transaction-scoped lock outside a transaction is released at once")
     with connection.cursor() as cursor:
-        queries.xact_lock(cursor, namespace, str(key))
+        cursor.execute(queries.XACT_LOCK, [namespace, str(key)])

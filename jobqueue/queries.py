@@ -375,11 +375,6 @@ def index_exists(cursor, name: str) -> bool:
     return cursor.fetchone()[0]
 
 
-def xact_lock(cursor, namespace: int, key: str) -> None:
-    """Wait for, then hold until this transaction ends, the advisory lock (namespace, hashtext(key))."""
-    cursor.execute(XACT_LOCK, [namespace, key])
-
-
 def set_application_name(cursor, name: str) -> None:
     cursor.execute(SET_APPLICATION_NAME, [name])
 

@@ -65,18 +65,17 @@ def hard_cut(group, group_faces, *, frames_each: int = 43, width: int = 1024, he
     return encode(frames, times), frames_each / 30, script
 
 
-def test_motion_watch_sees_a_cut_between_two_walls_of_the_same_tiles():
-    from faces.detection.motion import MotionWatch
+def test_the_motion_watch_sees_a_cut_between_two_walls_of_the_same_tiles():
+    from faces.detection import motion
 
     before, after = tiles(640, 360, seed=1), tiles(640, 360, seed=2)
     assert abs(float(before.mean()) - float(after.mean())) < 2.0, "alike in brightness"
-    watch = MotionWatch()
-    watch.see(before)
-    assert not watch.see(before).cut, "the same picture"
     brighter = cv2.convertScaleAbs(before, alpha=1.0, beta=30)
-    assert not watch.see(brighter).cut, "a flash lights the same wall: no cut"
-    watch.see(before)
-    assert watch.see(after).cut, "another layout of the same tiles: a cut"
+    frames = [before, before, brighter, before, after]
+    cut = [change.cut for _, _, change in motion.changes(enumerate(frames))]
+    assert not cut[1], "the same picture"
+    assert not cut[2], "a flash lights the same wall: no cut"
+    assert cut[4], "another layout of the same tiles: a cut"
 
 
 def test_a_hard_cut_between_two_people_gives_each_their_own_track(group, group_faces):

@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from faces.models import Photo
-from faces.rendering.blur import blur_face
+from faces.rendering.painters import blur_face
 from momentlens.devservices import samples
 from tests.support import factories
 from tests.support.media_samples import animation

@@ -13,8 +13,7 @@ from django.core.management import CommandError, call_command
 
 from faces.engines import resident_engine
 from faces.measurement.probes import AS_TAKEN, Condition, Missed, Probe, darkened, seen_in
-from faces.quality import FaceQuality
-from faces.thresholds import Thresholds
+from faces.thresholds import FaceQuality, Thresholds
 from momentlens.devservices import samples
 
 

@@ -10,7 +10,7 @@ and intact in their own file, and the other guests are intact in both.
 "Blurred" is measured on the middle 60 % of the scripted face box (eyes, nose, mouth),
 against the same region of the decoded upload, with two figures codec loss cannot fake:
 - detail: the mean absolute Laplacian of the grey region, as a ratio to the upload's.
-  The worker's blur (faces/rendering/blur.py) leaves 0.08-0.28 of it (round-tripped through
+  The worker's blur (faces/rendering/painters.py) leaves 0.08-0.28 of it (round-tripped through
   lossy WebP q50-q75, lossless WebP, H.264 crf 23-35); unblurred faces through the same
   codecs keep 0.61-1.26 (lossy WebP adds ringing: above 1).
 - change: the mean absolute pixel difference, in each quarter of the region: >= 27.9 for

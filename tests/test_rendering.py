@@ -10,7 +10,14 @@ from PIL import Image
 from faces import thresholds
 from faces.engines import resident_engine
 from faces.media.codec import encode_jpeg, thumbnail
-from faces.rendering.blur import FACE_EXPANSION, blur_ellipse, blur_face, blur_rectangle, expanded_face_box, region_box
+from faces.rendering.painters import (
+    FACE_EXPANSION,
+    blur_ellipse,
+    blur_face,
+    blur_rectangle,
+    expanded_face_box,
+    region_box,
+)
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 
@@ -74,7 +81,7 @@ def detail(image: np.ndarray) -> float:
 
 def test_the_blur_discards_detail_rather_than_smoothing_it(group):
     """Far less of the face's detail survives than a light Gaussian would leave."""
-    from faces.rendering.blur import destroyed
+    from faces.rendering.painters import destroyed
 
     roi = group[250:420, 460:580].copy()
     gone = destroyed(roi, strength_side=min(roi.shape[:2]))

@@ -1,30 +1,43 @@
-"""A clip's one detection pass: detect on the schedule and between looks where the picture changed, then
-link the sightings into tracks (docs/ARCHITECTURE.md §11).
+"""A clip's one detection pass: which frames are looked at (the schedule), where the picture changed between
+looks (faces/detection/motion.py), the faces found, linked into tracks (faces/tracks.py) (docs/ARCHITECTURE.md
+§11).
+
+An animated image is looked at on every frame; a video on a cadence such that two looks are never more than
+DETECT_INTERVAL_S apart (unless two consecutive frames are), so a track that reaches TRACK_PAD_S past its ends
+covers every frame between (faces/rendering/painters.py).
 
 `reprocess` never comes here: it matches and renders again from the stored tracks (a track's reach
-depends on its sightings alone, faces/tracks.py).
+depends on its sightings alone).
 """
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from enum import IntEnum
 
 import cv2
 import numpy as np
 
 from faces import thresholds
 from faces.checkpoint import Checkpoint, never_stop
-from faces.detection.motion import Change, MotionWatch
+from faces.detection import motion
 from faces.engines import DetectedFace, FaceEngine
 from faces.engines.pyramid import VIDEO_FINE_SCALE, video_frame_plan
-from faces.geometry import hidden_share, iou
-from faces.matching import UNSURE_HIDDEN_SHARE
+from faces.geometry import iou
 from faces.media.clip import Clip
-from faces.quality import FaceQuality
-from faces.tracks import DETECT_INTERVAL_S, Look, link, scheduled
+from faces.tracks import DETECT_INTERVAL_S, MAX_GAP_S, link
 
 # The most detector pixels one region between two looks is searched with (its finest level's): a region
 # larger than this at a video frame's finest scale (VIDEO_FINE_SCALE) is shrunk before it is searched.
 REGION_DETECTOR_PIXELS = 1_200_000
+
+
+class Look(IntEnum):
+    """How the detector looks at a frame: not at all (between looks), within the frame's budget, or deep."""
+
+    NONE = 0
+    QUICK = 1
+    DEEP = 2
 
 
 def detect_clip(
@@ -33,24 +46,24 @@ def detect_clip(
     """(frame time, track, DetectedFace) for every face found: on every frame the schedule looks at, and on
     the frames between, wherever the picture changed where no recent sighting covers it (faces/detection/motion.py:
     a face that comes and goes between two looks, or is hidden or blurred on them). Tracks never go on
-    across a hard cut. `checkpoint` is called before each frame looked at (it may raise to stop the pass)."""
+    across a hard cut. `checkpoint` is called before each frame and within each look (it may raise to stop the
+    pass)."""
     seen: list[tuple[float, DetectedFace]] = []
-    changes: dict[float, Change] = {}
     cuts: list[float] = []
     searched: dict[float, list] = {}  # frames searched in parts only: those parts
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
-    for time, frame, look in scheduled(_watched(clip, changes, cuts), clip.every_frame, lambda time: time in cuts):
+    watched = motion.changes(clip.frames(), watching=not clip.every_frame)
+    for time, (frame, change), look in scheduled(((t, (f, c), c.cut) for t, f, c in watched), clip.every_frame):
         checkpoint()  # a try cut off from its session, or stopped for privacy work, stops within a frame
-        change = changes.pop(time)
+        if change.cut:
+            cuts.append(time)
         if look or change.whole_frame:
             plan = None if clip.every_frame else video_frame_plan(clip.width, clip.height, deep=look is Look.DEEP)
-            seen += [(time, face) for face in engine.analyze(frame, plan=plan)]
+            seen += [(time, face) for face in engine.analyze(frame, plan=plan, checkpoint=checkpoint)]
             continue
-        people = _people(seen, time)
-        regions = change.regions_outside(people)
-        seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region)]
         # Where a sighting here may continue a track: the regions searched, and the people who moved.
-        moved = [person for person in people if change.touches(person)]
+        regions, moved = motion.search_areas(change, _people(seen, time))
+        seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region, checkpoint)]
         searched[time] = [np.array(area) / scale for area in regions + moved]
     sightings = [(time, face.box / scale) for time, face in seen]
     clear = _clearly_seen([face for _, face in seen], engine.name, clip.width, clip.height)
@@ -58,31 +71,34 @@ def detect_clip(
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
 
 
+def scheduled[Frame](
+    frames: Iterable[tuple[float, Frame, bool]], every_frame: bool
+) -> Iterator[tuple[float, Frame, Look]]:
+    """Every (time, frame, cut: a cut right before it) with how the detector looks at the frame. It looks at
+    every frame, or at the first, the last, each frame whose skipping would leave more than DETECT_INTERVAL_S
+    between two looks, and the last and first frames of a scene around a cut. Of those, the ends of the clip and
+    of each scene, and every look that would otherwise leave more than MAX_GAP_S between two deep looks, are
+    deep: a still face only the deep looks find is seen often enough for its track to go on (faces/tracks.py).
+    One frame of look-ahead, so a video is still streamed."""
+    last_look, last_deep, pending = None, None, None
+    for time, frame, cut in frames:
+        if pending is not None:
+            look = every_frame or cut or last_look is None or time - last_look > DETECT_INTERVAL_S + 1e-6
+            deep = look and (cut or last_deep is None or pending[0] - last_deep > MAX_GAP_S - DETECT_INTERVAL_S + 1e-6)
+            last_look = pending[0] if look else last_look
+            last_deep = pending[0] if deep else last_deep
+            yield (*pending, Look.DEEP if deep else Look.QUICK if look else Look.NONE)
+        last_look = None if cut else last_look
+        last_deep = None if cut else last_deep
+        pending = (time, frame)
+    if pending is not None:
+        yield (*pending, Look.DEEP)
+
+
 def _clearly_seen(faces: list[DetectedFace], engine: str, width: int, height: int) -> list[bool]:
     """Which faces are witnesses of who they are, for linking (faces.tracks.LINK_AGREEMENT): seen well
     (faces.thresholds) and not cut by the frame's edge, whose part of a face embeds unlike the whole face."""
-    limits = thresholds.for_engine(engine)
-    return [
-        not limits.seen_poorly(FaceQuality.of_detected(face))
-        and hidden_share(_fractions(face.box, width, height), width, height) < UNSURE_HIDDEN_SHARE
-        for face in faces
-    ]
-
-
-def _fractions(box, width: int, height: int) -> tuple[float, float, float, float]:
-    x1, y1, x2, y2 = (float(v) for v in box)
-    return x1 / width, y1 / height, (x2 - x1) / width, (y2 - y1) / height
-
-
-def _watched(clip: Clip, changes: dict[float, Change], cuts: list[float]):
-    """The clip's frames; how each differs from the one before goes into `changes` (by frame time), and the
-    time of each scene's first frame into `cuts`. An animated image is looked at on every frame: no watch."""
-    watch = MotionWatch()
-    for time, frame in clip.frames():
-        changes[time] = Change() if clip.every_frame else watch.see(frame)
-        if changes[time].cut:
-            cuts.append(time)
-        yield time, frame
+    return thresholds.judge_detected(engine, faces, width, height).clear.tolist()
 
 
 def _people(seen: list[tuple[float, DetectedFace]], time: float) -> list:
@@ -99,23 +115,23 @@ def _people(seen: list[tuple[float, DetectedFace]], time: float) -> list:
     return people
 
 
-def _analyze_region(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]:
+def _analyze_region(engine: FaceEngine, frame: np.ndarray, region, checkpoint: Checkpoint) -> list[DetectedFace]:
     """The faces in one region of a frame, in the frame's pixels. A face the region's edge cuts (only its
     leading part changed) is searched again in its own surroundings, so its sighting is the whole face."""
     height, width = frame.shape[:2]
     found = []
-    for face in _search(engine, frame, region):
+    for face in _search(engine, frame, region, checkpoint):
         if _cut_by(face.box, region, width, height):
             x1, y1, x2, y2 = (float(v) for v in face.box)
             reach = 1.5 * max(x2 - x1, y2 - y1)  # a sliver's height is the face's: its width is not
             around = (x1 - reach, y1 - reach, x2 + reach, y2 + reach)
-            whole = _search(engine, frame, _clipped(around, width, height))
+            whole = _search(engine, frame, _clipped(around, width, height), checkpoint)
             face = max(whole, key=lambda other: iou(face.box, other.box), default=face)
         found.append(face)
     return found
 
 
-def _search(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]:
+def _search(engine: FaceEngine, frame: np.ndarray, region, checkpoint: Checkpoint) -> list[DetectedFace]:
     """One region searched at most at a video frame's scale and within REGION_DETECTOR_PIXELS: a large one (a
     dancing crowd) is shrunk first, so the search between looks stays cheap; its smaller faces are the looks'."""
     x1, y1, x2, y2 = region
@@ -128,7 +144,7 @@ def _search(engine: FaceEngine, frame: np.ndarray, region) -> list[DetectedFace]
     # edge cuts; one the region's own edge cuts is searched again in its surroundings (_analyze_region).
     on_frame_edge = x1 <= 0 or y1 <= 0 or x2 >= frame.shape[1] or y2 >= frame.shape[0]
     plan = replace(video_frame_plan(crop.shape[1], crop.shape[0]), edge_pass=on_frame_edge)
-    found = engine.analyze(np.ascontiguousarray(crop), plan=plan)
+    found = engine.analyze(np.ascontiguousarray(crop), plan=plan, checkpoint=checkpoint)
     offset = np.array([x1, y1], dtype=np.float32)
     return [
         replace(face, box=face.box / factor + np.tile(offset, 2), landmarks=face.landmarks / factor + offset)

@@ -14,6 +14,7 @@ content): it starts a new scene, whose faces are never linked to the
 faces of the scene before (tracks.link), and whose first frame is looked at.
 """
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import cv2
@@ -44,51 +45,58 @@ GROWTH, MARGIN_PX = 0.5, 48
 @dataclass
 class Change:
     """How a frame differs from the one before it: a cut, most of the frame, or where (`changed`, a mask of
-    the small grey copy; `regions_outside` turns it into the regions to search)."""
+    the small grey copy; `search_areas` turns it into the regions to search)."""
 
     cut: bool = False
     whole_frame: bool = False
     changed: np.ndarray | None = None
     size: tuple[int, int] = (0, 0)  # the frame's width and height
 
-    def touches(self, box) -> bool:
-        """Whether anything changed within the box (frame pixels)."""
-        if self.changed is None:
-            return False
-        x1, y1, x2, y2 = (max(0, int(v * SMALL)) for v in box)
-        return bool(self.changed[y1 : y2 + 1, x1 : x2 + 1].any())
 
-    def regions_outside(self, explained: list[PixelBox]) -> list[PixelBox]:
-        """The changed places, in frame pixels and grown to hold a head, but for those inside `explained`
-        (boxes in frame pixels: where tracked people already are)."""
-        if self.changed is None:
-            return []
-        changed = self.changed.copy()
-        for x1, y1, x2, y2 in explained:
-            changed[max(0, int(y1 * SMALL)) : int(y2 * SMALL) + 1, max(0, int(x1 * SMALL)) : int(x2 * SMALL) + 1] = 0
-        return _regions(changed, *self.size)
-
-
-class MotionWatch:
-    """Fed every frame in order; says how each one differs from the one before."""
-
-    def __init__(self):
-        self._previous: np.ndarray | None = None
-
-    def see(self, frame: np.ndarray) -> Change:
+def changes[Frame](
+    frames: Iterable[tuple[float, Frame]], watching: bool = True
+) -> Iterator[tuple[float, Frame, Change]]:
+    """Every (time, frame) with how it differs from the frame before; unwatched (an animated image, looked at on
+    every frame), none differs."""
+    previous = None
+    for time, frame in frames:
+        if not watching:
+            yield time, frame, Change()
+            continue
         small = _grey(frame)
-        previous, self._previous = self._previous, small
-        if previous is None or previous.shape != small.shape:
-            return Change()
-        if float(cv2.absdiff(previous, small).mean()) >= CUT_LEVEL:
-            return Change(cut=True, whole_frame=True)
-        shifted = _shifted(previous, small)
-        changed = _changed(shifted, small)
-        share = float(np.count_nonzero(changed)) / changed.size
-        if share > WHOLE_FRAME_SHARE:
-            return Change(cut=_correlation(shifted, small) < CUT_CORRELATION, whole_frame=True)
-        height, width = frame.shape[:2]
-        return Change(changed=changed if share else None, size=(width, height))
+        yield time, frame, _change(previous, small, frame.shape[1], frame.shape[0])
+        previous = small
+
+
+def search_areas(change: Change, people: list[PixelBox]) -> tuple[list[PixelBox], list[PixelBox]]:
+    """Where to search a frame between looks (frame pixels): the changed places, grown to hold a head, but for
+    those inside `people` (where tracked people already are); and the people within whom something changed."""
+    if change.changed is None:
+        return [], []
+    changed = change.changed.copy()
+    for x1, y1, x2, y2 in people:
+        changed[max(0, int(y1 * SMALL)) : int(y2 * SMALL) + 1, max(0, int(x1 * SMALL)) : int(x2 * SMALL) + 1] = 0
+    moved = [person for person in people if _touches(change.changed, person)]
+    return _regions(changed, *change.size), moved
+
+
+def _touches(changed: np.ndarray, box: PixelBox) -> bool:
+    """Whether anything changed within the box (frame pixels)."""
+    x1, y1, x2, y2 = (max(0, int(v * SMALL)) for v in box)
+    return bool(changed[y1 : y2 + 1, x1 : x2 + 1].any())
+
+
+def _change(previous: np.ndarray | None, small: np.ndarray, width: int, height: int) -> Change:
+    if previous is None or previous.shape != small.shape:
+        return Change()
+    if float(cv2.absdiff(previous, small).mean()) >= CUT_LEVEL:
+        return Change(cut=True, whole_frame=True)
+    shifted = _shifted(previous, small)
+    changed = _changed(shifted, small)
+    share = float(np.count_nonzero(changed)) / changed.size
+    if share > WHOLE_FRAME_SHARE:
+        return Change(cut=_correlation(shifted, small) < CUT_CORRELATION, whole_frame=True)
+    return Change(changed=changed if share else None, size=(width, height))
 
 
 def _grey(frame: np.ndarray) -> np.ndarray:

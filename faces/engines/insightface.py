@@ -10,7 +10,7 @@ Each face is embedded as the recogniser sees it and as it sees its mirror image,
 mirror are the same person, and the average is nearer the person's other photos (docs/ARCHITECTURE.md §6,
 "Recognition"). The recogniser's feature norm before normalisation is kept with it: it is small when the
 aligned crop hardly looks like a face to the recogniser (a turned head, sunglasses, blur, darkness, the
-wrong way up), and the blur decision reads it (faces/quality.py).
+wrong way up), and the blur decision reads it (faces/thresholds.py).
 """
 
 import warnings

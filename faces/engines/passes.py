@@ -12,7 +12,8 @@ A session of the CUDA provider keeps the set-up of the shape it ran last only, s
 session of its own (`new_session`), all built and run once at `warm_up()`.
 
 `Passes(scrfd, buckets=..., batch=..., new_session=...)`; `run_many([(image, out_w, out_h), ...], threshold)`
-returns each input's (boxes, keypoints, scores) in detector pixels after the detector's own NMS;
+returns each input's (boxes, keypoints, scores) in detector pixels, every anchor over the threshold (the pyramid
+runs the detector's own NMS on them, faces/engines/pyramid.py);
 `warm_up()` runs every bucket once, at every batch size a run can take, so that no job pays for a shape.
 """
 
@@ -20,8 +21,6 @@ import itertools
 
 import cv2
 import numpy as np
-
-from faces.geometry import suppress
 
 STRIDE = 32
 Shape = tuple[int, int]  # (width, height) of a detector input
@@ -53,9 +52,6 @@ class Passes:
 
     def _bucket_for(self, out_w: int, out_h: int) -> Shape | None:
         return next(((width, height) for width, height in self.buckets if width >= out_w and height >= out_h), None)
-
-    def run(self, image: np.ndarray, out_w: int, out_h: int, threshold: float) -> Detections:
-        return self.run_many([(image, out_w, out_h)], threshold)[0]
 
     def run_many(self, inputs: list[tuple[np.ndarray, int, int]], threshold: float) -> list[Detections]:
         """Each input's detections; inputs of one shape go through the session `batch` at a time."""
@@ -117,9 +113,7 @@ class Passes:
             scores.append(level_scores[hits])
         if not scores:
             return np.zeros((0, 4), np.float32), np.zeros((0, 5, 2), np.float32), np.zeros(0, np.float32)
-        boxes, points, scores = np.concatenate(boxes), np.concatenate(points), np.concatenate(scores)
-        keep = suppress(boxes, scores, scrfd.nms_thresh, containment=None)
-        return boxes[keep], points[keep], scores[keep]
+        return np.concatenate(boxes), np.concatenate(points), np.concatenate(scores)
 
     def _anchor_centers(self, rows: int, cols: int, stride: int, anchors: int) -> np.ndarray:
         key = (rows, cols, stride, anchors)

@@ -78,8 +78,8 @@ import cv2
 import numpy as np
 
 from faces.checkpoint import Checkpoint, never_stop
-from faces.engines.passes import STRIDE, Passes
-from faces.geometry import iou, suppress
+from faces.engines.passes import STRIDE, Detections, Passes
+from faces.geometry import iou
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
 Found = tuple[np.ndarray, np.ndarray, float]
@@ -332,7 +332,7 @@ class PyramidDetector:
         scaled = shrinks.at(scaled_w, scaled_h)
         pad = round(plan.edge_mirror * max(scaled_w, scaled_h))
         mirrored = cv2.copyMakeBorder(scaled, pad, pad, pad, pad, cv2.BORDER_REFLECT_101)
-        b, k, s = self.overview_passes.run(mirrored, scaled_w + 2 * pad, scaled_h + 2 * pad, plan.edge_score)
+        ((b, k, s),) = _run(self.overview_passes, [(mirrored, scaled_w + 2 * pad, scaled_h + 2 * pad)], plan.edge_score)
         back = np.array([width / scaled_w, height / scaled_h], np.float32)
         b = ((b.reshape(-1, 2, 2) - pad) * back).reshape(-1, 4)
         k = (k - pad) * back
@@ -351,7 +351,7 @@ class PyramidDetector:
         together (one batch per shape). `mirrored`: surroundings past the image's edge are the image
         mirrored there (a face the edge cuts)."""
         looks = [self._surroundings(image, box, mirrored) for box in boxes]
-        found = self.passes.run_many([(look.crop, look.out_w, look.out_h) for look in looks], self.plan.verify_score)
+        found = _run(self.passes, [(look.crop, look.out_w, look.out_h) for look in looks], self.plan.verify_score)
         return [look.verdict(box, *result) for box, look, result in zip(boxes, looks, found, strict=True)]
 
     def _surroundings(self, image: np.ndarray, box: np.ndarray, mirrored: bool) -> "SecondLook":
@@ -388,7 +388,8 @@ class PyramidDetector:
         scaled_w, scaled_h = round(width * scale), round(height * scale)
         if keep_all or self._one_pass(scaled_w, scaled_h, passes):
             scaled = shrinks.at(scaled_w, scaled_h)
-            b, k, s = self._worth_a_look(*passes.run(scaled, scaled_w, scaled_h, threshold))
+            (found,) = _run(passes, [(scaled, scaled_w, scaled_h)], threshold)
+            b, k, s = self._worth_a_look(*found)
             back = np.array([width / scaled_w, height / scaled_h], np.float32)
             yield (b.reshape(-1, 2, 2) * back).reshape(-1, 4), k * back, s
             return
@@ -408,7 +409,7 @@ class PyramidDetector:
         for group in itertools.batched(origins, passes.batch):
             checkpoint()
             crops = [(source[y : y + tile_h, x : x + tile_w], out_w, out_h) for x, y in group]
-            for (x, y), found in zip(group, passes.run_many(crops, threshold), strict=True):
+            for (x, y), found in zip(group, _run(passes, crops, threshold), strict=True):
                 b, k, s = self._worth_a_look(*found)
                 inner = (x > 0, y > 0, x + tile_w < source_w, y + tile_h < source_h)
                 ok = _inside_and_small(b, out_w, out_h, inner, plan.tile_overlap, plan.edge_margin)
@@ -470,6 +471,15 @@ class SecondLook:
 
 
 # ---- helpers ------------------------------------------------------------------------
+
+
+def _run(passes: Passes, inputs: list[tuple[np.ndarray, int, int]], threshold: float) -> list[Detections]:
+    """Each input's detections after the detector's own NMS (SCRFD's overlap, no containment)."""
+    results = []
+    for boxes, points, scores in passes.run_many(inputs, threshold):
+        keep = suppress(boxes, scores, passes.scrfd.nms_thresh, containment=None)
+        results.append((boxes[keep], points[keep], scores[keep]))
+    return results
 
 
 def _mirrored(image: np.ndarray, left: int, top: int, right: int, bottom: int) -> np.ndarray:
@@ -542,3 +552,24 @@ def _same_face(box: np.ndarray, boxes: np.ndarray, nms_iou: float, containment: 
     overlap = inter / (area + areas - inter)
     same = (overlap > nms_iou) | (inter / area >= containment) | (inter / areas >= containment)
     return int(np.argmax(np.where(same, overlap, -1.0))) if same.any() else None
+
+
+def suppress(boxes: np.ndarray, scores: np.ndarray, iou: float, containment: float | None) -> list[int]:
+    """Greedy NMS by score; with `containment`, a box that much inside a kept one also goes."""
+    order = np.argsort(-scores, kind="stable")
+    x1, y1, x2, y2 = boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3]
+    areas = np.maximum(x2 - x1, 0) * np.maximum(y2 - y1, 0)
+    keep = []
+    while order.size:
+        i = order[0]
+        keep.append(int(i))
+        rest = order[1:]
+        w = np.maximum(0.0, np.minimum(x2[i], x2[rest]) - np.maximum(x1[i], x1[rest]))
+        h = np.maximum(0.0, np.minimum(y2[i], y2[rest]) - np.maximum(y1[i], y1[rest]))
+        inter = w * h
+        overlap = inter / np.maximum(areas[i] + areas[rest] - inter, 1e-9)
+        drop = overlap > iou
+        if containment is not None:
+            drop |= inter / np.maximum(areas[rest], 1e-9) >= containment
+        order = rest[~drop]
+    return keep

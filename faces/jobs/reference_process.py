@@ -15,8 +15,8 @@ from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
 from faces.media.still import Still
 from faces.models import EventMember, SubjectReference
-from faces.quality import FaceQuality, head_turn
 from faces.storage_io import read_object
+from faces.thresholds import FaceQuality, head_turn
 from jobqueue.api import JobContext, RowGone, enqueue, enqueue_unless_waiting, register
 
 # The dominant face's area is at least this many times the next face's.

@@ -21,7 +21,7 @@ import numpy as np
 
 from faces.geometry import iou
 from faces.media.still import Still
-from faces.quality import FaceQuality
+from faces.thresholds import FaceQuality
 from jobqueue.api import PermanentJobError
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}

@@ -28,3 +28,8 @@ def thumbnail(image: np.ndarray) -> np.ndarray:
 def poster(frame: np.ndarray) -> bytes:
     """A file's JPEG thumbnail, cut from its own (blurred) first frame."""
     return encode_jpeg(thumbnail(frame))
+
+
+def jpeg_and_poster(image: np.ndarray) -> tuple[bytes, bytes]:
+    """A still's file and its poster, both from the same (blurred) picture."""
+    return encode_jpeg(image), poster(image)

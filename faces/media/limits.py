@@ -3,8 +3,6 @@
 A refusal is a PermanentJobError: the job is archived with its `reason`, never retried.
 """
 
-from typing import BinaryIO
-
 from django.conf import settings
 
 from jobqueue.api import PermanentJobError
@@ -42,23 +40,11 @@ class UndecodableMedia(PermanentJobError):
     reason = "undecodable_media"
 
 
-def read_upload(handle: BinaryIO, key: str) -> bytes:
-    """The bytes of the object `key`, open as `handle`; MediaTooLarge for one larger than MEDIA_MAX_UPLOAD_BYTES,
-    of which no more than that is ever read into memory."""
-    limit = settings.MEDIA_MAX_UPLOAD_BYTES
-    data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise MediaTooLarge(f"{key} is larger than MEDIA_MAX_UPLOAD_BYTES ({limit} bytes)")
-    return data
-
-
-def check_still_bytes(size: int) -> None:
+def check_still(size: int, width: int, height: int) -> None:
+    """Raise ImageTooLarge for a still of more than MAX_BYTES `size` or MAX_PIXELS, UndecodableImage for an empty
+    picture."""
     if size > MAX_BYTES:
         raise ImageTooLarge(f"{size} bytes, limit {MAX_BYTES}")
-
-
-def check_still(width: int, height: int) -> None:
-    """Raise UndecodableImage for an empty picture, ImageTooLarge for one beyond MAX_PIXELS."""
     if width <= 0 or height <= 0:
         raise UndecodableImage(f"image of size {width}x{height}")
     if width * height > MAX_PIXELS:

@@ -21,8 +21,8 @@ from faces.media.kinds import MediaKind
 class Painter(Protocol):
     """One output's blur."""
 
-    def touches(self, time: float) -> bool:
-        """Whether the frame shown at `time` gets any blur (if not, it can be encoded as decoded)."""
+    # The (from, to) times it paints at, ends included: a frame outside them can be encoded as decoded.
+    spans: list[tuple[float, float]]
 
     def __call__(self, time: float, frame: np.ndarray) -> None:
         """Paint the blur onto the frame shown at `time` (BGR, in place)."""

@@ -31,7 +31,7 @@ from PIL import Image
 from faces.checkpoint import Checkpoint, never_stop
 from faces.media import limits
 from faces.media.attachments import ORIENTATION_TAG, attachments
-from faces.media.codec import encode_jpeg, poster
+from faces.media.codec import jpeg_and_poster
 from faces.media.kinds import MediaKind, still_header
 from faces.media.media import Media, Painter, RenderedFile
 
@@ -60,12 +60,11 @@ class Still(Media):
     duration_ms = None
 
     def __init__(self, data: bytes):
-        limits.check_still_bytes(len(data))
         with still_header(data) as header:
             stored_width, stored_height = header.size
             self.format = header.format
             self.orientation = _orientation(header)
-        limits.check_still(stored_width, stored_height)
+        limits.check_still(len(data), stored_width, stored_height)
         self.data = data
         self._stored_size = (stored_height, stored_width)
         sideways = self.orientation in TURNED_SIDEWAYS
@@ -111,7 +110,7 @@ class Still(Media):
         for painter in painters:
             out = self.image.copy()
             painter(0.0, out)
-            yield RenderedFile(encode_jpeg(out), poster(out))
+            yield RenderedFile(*jpeg_and_poster(out))
 
     def _flattened(self, bgra: np.ndarray) -> np.ndarray:
         self._transparent = bool(bgra[..., 3].min() < 255)

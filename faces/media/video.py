@@ -140,7 +140,7 @@ class Video(Clip):
                     checkpoint()
                     pixels, pts = None, self._pts(frame, time)
                     for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
-                        if self._as_it_is(frame) and posters[index] and not painter.touches(time):
+                        if self._as_it_is(frame) and posters[index] and not _paints_at(painter, time):
                             # Nothing to blur here: the decoded frame goes to the encoder as it is,
                             # without a copy or a conversion to BGR and back.
                             output.decoded(frame, pts, self._time_base)
@@ -173,6 +173,10 @@ class Video(Clip):
 
     def _seconds(self, pts: int) -> float:
         return float((pts - self._first_pts) * self._time_base)
+
+
+def _paints_at(painter: Painter, time: float) -> bool:
+    return any(start <= time <= end for start, end in painter.spans)
 
 
 def _audio_to_all(packet: av.Packet, outputs: list["_Output"]) -> None:

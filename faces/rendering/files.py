@@ -23,8 +23,7 @@ from faces.media.media import Media
 from faces.models import Face, Photo, PhotoVariant
 from faces.publication import publish
 from faces.rendering import keys
-from faces.rendering.blur import region_box
-from faces.rendering.painters import painters_of
+from faces.rendering.painters import painters_of, region_box
 
 log = logging.getLogger("faces.rendering")
 
@@ -50,7 +49,7 @@ def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) 
     """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred
     (unless `always`: an upload that may not be published as itself, a clip or a still with more in its
     bytes than the picture the worker saw)."""
-    decisions = {None: []} if match is None else match.blurred_by_file()
+    decisions = {None: []} if match is None else match.by_file
     if not always and not photo.blur_regions and not any(decisions[None]):
         return []
     faces = match.faces if match else []

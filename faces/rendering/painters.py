@@ -1,39 +1,146 @@
-"""The blur of one file, frame by frame: what a still or a clip (faces/media/) paints onto each frame."""
+"""The blur of one file, frame by frame: what a still or a clip (faces/media/) paints onto each frame, and where
+a clip's track is blurred at every time, looked at or not.
 
+A video is looked at so that two looks are never more than DETECT_INTERVAL_S apart (faces/detection/clips.py).
+So every frame that is not looked at lies less than DETECT_INTERVAL_S from a look on each side, and a track that
+reaches TRACK_PAD_S (more than that) past its first and last sightings covers every frame that either
+neighbouring look would have blurred, whatever the frame times (variable frame rates included), without storing
+the schedule.
+
+Between two sightings the face is blurred along its path from one to the other; past its ends it is
+carried on at its track's velocity, and the boxes grow with the time from the sighting (faces enter
+and leave at a walk or faster, between two looks).
+
+The blur cannot be undone (docs/ARCHITECTURE.md §7). Downsampling to a few cells discards the face's
+information; upsampling and a box blur on top remove the blocks' edges, which would otherwise keep a coarse
+shape. A single light Gaussian would be partially invertible. BLUR_CELLS is the strength: chosen so that a
+blurred DNP face no longer matches its owner's reference at the `blur` threshold (tests/test_rendering.py proves
+it with the real buffalo_s engine).
+"""
+
+import bisect
+import math
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from faces.geometry import FractionBox, FractionCorners, restored_face_box
 from faces.models import Face
-from faces.rendering.blur import blur_face, blur_rectangle
-from faces.tracks import Track, tracks_of
+from faces.tracks import DETECT_INTERVAL_S, Seen
+
+# A detection box is tight: grow it so hair, ears, jaw and neckline are covered.
+FACE_EXPANSION = 0.35
+# How many cells the short side of a face is reduced to before upsampling.
+BLUR_CELLS = 6
+# The box blur on top, as a fraction of the region's short side.
+BOX_BLUR_FRACTION = 0.25
+# A track reaches this far past its first and last sightings: more than DETECT_INTERVAL_S.
+TRACK_PAD_S = 0.25
+# Past a track's ends the face keeps moving: its box is carried on at the track's last velocity,
+# with MOVING_SLACK face sizes a second for a change of pace, or, seen once only, may have gone
+# LONE_SPEED face sizes a second any way; and it grows by END_GROWTH face sizes on every side.
+MOVING_SLACK = 1.0
+LONE_SPEED = 10.0
+END_GROWTH = 0.25
+PATH_STEP = 0.25
+# When a file paints anything, as (from, to) times: always, for a still's faces and for blur regions.
+ALWAYS = (-math.inf, math.inf)
+
+
+@dataclass(frozen=True)
+class Track:
+    """One track's sightings, in time order, and how far it reaches before and after them."""
+
+    times: list[float]
+    boxes: list[FractionCorners]
+
+    @property
+    def start(self) -> float:
+        return self.times[0] - TRACK_PAD_S
+
+    @property
+    def end(self) -> float:
+        return self.times[-1] + TRACK_PAD_S
+
+    def boxes_at(self, time: float) -> list[FractionCorners]:
+        """Where to blur at `time` (an ellipse in each box): a sighting's box; between two sightings,
+        the face's path from one to the other; past an end, where it may have come from or gone."""
+        if time < self.start - 1e-6 or time > self.end + 1e-6:
+            return []
+        after = bisect.bisect_left(self.times, time - 1e-6)
+        if after < len(self.times) and abs(self.times[after] - time) <= 1e-6:
+            return [self.boxes[after]]
+        last = len(self.times) - 1
+        if after == 0:
+            return self._beyond(0, 1, time)
+        if after > last:
+            return self._beyond(last, last - 1, time)
+        between = _path(self.boxes[after - 1], self.boxes[after])
+        if self.times[after] - self.times[after - 1] <= DETECT_INTERVAL_S + 1e-6:
+            return between
+        # Looks in between missed the face (it was hidden, or gone and back): it may have left from
+        # one sighting and come back to the other by any way, so both ends reach into the gap.
+        return between + self._beyond(after - 1, after - 2, time) + self._beyond(after, after + 1, time)
+
+    def _beyond(self, end: int, inner: int, time: float) -> list[FractionCorners]:
+        """Before or after the sighting `end` (with `inner` the one next to it inside the track, if
+        any): where the face may have come from, or gone."""
+        box, seconds = self.boxes[end], abs(time - self.times[end])
+        if not 0 <= inner < len(self.times):
+            return [_grown(box, END_GROWTH + LONE_SPEED * seconds)]
+        velocity = (box - self.boxes[inner]) / (self.times[end] - self.times[inner])
+        carried = box + velocity * (time - self.times[end])
+        return [_grown(step, END_GROWTH + MOVING_SLACK * seconds) for step in _path(box, carried)]
+
+
+def tracks_of(sightings: list[tuple[int, float, FractionCorners]]) -> dict[int, Track]:
+    """Each track, from (track number, time, box) per sighting, reaching TRACK_PAD_S past both ends."""
+    grouped: dict[int, list[Seen]] = {}
+    for number, time, box in sorted(sightings, key=lambda s: (s[0], s[1])):
+        grouped.setdefault(number, []).append((time, box))
+    return {number: Track([time for time, _ in seen], [box for _, box in seen]) for number, seen in grouped.items()}
+
+
+def _path(a: FractionCorners, b: FractionCorners) -> list[FractionCorners]:
+    """Boxes from `a` to `b`, PATH_STEP face widths apart: their ellipses cover every place between
+    (one ellipse in the hull of both would leave the ends of a long stride uncovered)."""
+    width = min(a[2] - a[0], b[2] - b[0])
+    stride = float(np.linalg.norm((b[:2] + b[2:]) / 2 - (a[:2] + a[2:]) / 2))
+    steps = max(1, math.ceil(stride / (PATH_STEP * width))) if width > 0 else 1
+    return [a + (b - a) * (step / steps) for step in range(steps + 1)]
+
+
+def _grown(box: FractionCorners, sizes: float) -> FractionCorners:
+    """`box` grown by `sizes` face sizes on every side."""
+    width, height = box[2] - box[0], box[3] - box[1]
+    return box + np.array([-width, -height, width, height]) * sizes
 
 
 @dataclass(frozen=True)
 class BlurPainter:
     """The blur of one planned file: an ellipse over each face it blurs (a still's where it was stored, a
-    clip's tracks where they are at each time), then the regions."""
+    clip's tracks where they are at each time), then the regions. `spans`: the times it paints at (a frame
+    outside them is encoded as decoded)."""
 
     tracks: list[Track]
     still_faces: list[FractionBox]
     regions: list
     width: int
     height: int
+    spans: list[tuple[float, float]]
 
     @classmethod
     def of(cls, faces: list[Face], tracks: dict[int, Track], regions: list, width: int, height: int) -> "BlurPainter":
         """A clip's file: the tracks of the faces it blurs."""
         chosen = [tracks[number] for number in sorted({face.track for face in faces})]
-        return cls(chosen, [], regions, width, height)
+        spans = [ALWAYS] if regions else [(track.start - 1e-6, track.end + 1e-6) for track in chosen]
+        return cls(chosen, [], regions, width, height, spans)
 
     @classmethod
     def of_still(cls, faces: list[Face], regions: list, width: int, height: int) -> "BlurPainter":
         """A still's file: the faces it blurs, where they were stored."""
-        return cls([], [_box(face) for face in faces], regions, width, height)
-
-    def touches(self, time: float) -> bool:
-        return bool(self.regions or self.still_faces) or any(track.boxes_at(time) for track in self.tracks)
+        return cls([], [_box(face) for face in faces], regions, width, height, [ALWAYS] if faces or regions else [])
 
     def __call__(self, time: float, frame: np.ndarray) -> None:
         for box in self.still_faces + _track_faces(self.tracks, time):
@@ -72,3 +179,83 @@ def _floats(box: FractionCorners) -> tuple[float, float, float, float]:
 
 def _box(face: Face) -> FractionBox:
     return face.box_x, face.box_y, face.box_w, face.box_h
+
+
+def expanded_face_box(box: tuple[float, float, float, float], width: int, height: int) -> tuple[int, int, int, int]:
+    """The face box (fractions x, y, w, h) grown by FACE_EXPANSION about its centre, in pixels, NOT clipped.
+
+    A face cut by the image edge keeps its whole ellipse: clipping first would shrink the
+    expansion to nothing on the cut side and narrow the ellipse to a point at the border.
+    Its stored box is only the visible part, so it is first restored past that edge to a
+    face's proportions (faces/geometry.py).
+    """
+    x1, y1, x2, y2 = restored_face_box(box, width, height)
+    cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+    half_w, half_h = (x2 - x1) * (1 + FACE_EXPANSION) / 2, (y2 - y1) * (1 + FACE_EXPANSION) / 2
+    return (
+        int(np.floor(cx - half_w)),
+        int(np.floor(cy - half_h)),
+        int(np.ceil(cx + half_w)),
+        int(np.ceil(cy + half_h)),
+    )
+
+
+def region_box(region: dict, width: int, height: int) -> tuple[int, int, int, int]:
+    """A user-drawn blur region: exactly the rectangle drawn."""
+    x, y, w, h = (float(region[k]) for k in ("x", "y", "w", "h"))
+    return _clip(x * width, y * height, (x + w) * width, (y + h) * height, width, height)
+
+
+def blur_face(image: np.ndarray, box: tuple[float, float, float, float], width: int, height: int) -> None:
+    """The face `box` (x, y, w, h fractions of the width x height image) blurred: an ellipse over it, grown by
+    FACE_EXPANSION and restored past the image's edge (expanded_face_box)."""
+    blur_ellipse(image, expanded_face_box(box, width, height))
+
+
+def blur_ellipse(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
+    """Blur, in place, the part inside the image of the ellipse inscribed in `box` (which may overhang the image).
+
+    The strength comes from the whole ellipse, not from the visible part: a thin strip of a
+    face at the border is destroyed as hard as the face would be.
+    """
+    x1, y1, x2, y2 = box
+    height, width = image.shape[:2]
+    cx1, cy1, cx2, cy2 = _clip(x1, y1, x2, y2, width, height)
+    if x2 - x1 < 2 or y2 - y1 < 2 or cx2 <= cx1 or cy2 <= cy1:
+        return
+    roi = image[cy1:cy2, cx1:cx2]
+    mask = np.zeros(roi.shape[:2], dtype=np.uint8)
+    centre = ((x1 + x2) / 2 - cx1, (y1 + y2) / 2 - cy1)
+    cv2.ellipse(mask, (centre, (x2 - x1, y2 - y1), 0), 255, -1)
+    np.copyto(roi, destroyed(roi, strength_side=min(x2 - x1, y2 - y1)), where=mask[..., None].astype(bool))
+
+
+def blur_rectangle(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
+    x1, y1, x2, y2 = box
+    if x2 - x1 < 2 or y2 - y1 < 2:
+        return
+    roi = image[y1:y2, x1:x2]
+    roi[...] = destroyed(roi, strength_side=min(x2 - x1, y2 - y1))
+
+
+def destroyed(roi: np.ndarray, strength_side: int) -> np.ndarray:
+    """Downsample hard, upsample, box-blur: the region with its detail gone.
+
+    Cells and kernel are sized from `strength_side`, the short side of the whole region
+    being blurred, even where only part of it lies on the image.
+    """
+    height, width = roi.shape[:2]
+    cell = max(1.0, strength_side / BLUR_CELLS)
+    small = cv2.resize(roi, (max(1, round(width / cell)), max(1, round(height / cell))), interpolation=cv2.INTER_AREA)
+    smooth = cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
+    kernel = max(3, int(strength_side * BOX_BLUR_FRACTION) | 1)
+    return cv2.blur(smooth, (kernel, kernel))
+
+
+def _clip(x1, y1, x2, y2, width, height) -> tuple[int, int, int, int]:
+    return (
+        int(np.clip(np.floor(x1), 0, width)),
+        int(np.clip(np.floor(y1), 0, height)),
+        int(np.clip(np.ceil(x2), 0, width)),
+        int(np.clip(np.ceil(y2), 0, height)),
+    )

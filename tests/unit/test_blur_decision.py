@@ -6,9 +6,8 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from faces.matching import Candidates, FaceView, PhotoMatch
-from faces.quality import FaceQuality
-from faces.thresholds import NOT_MEASURED, Thresholds
+from faces.matching import Candidates, PhotoMatch
+from faces.thresholds import NOT_MEASURED, FaceQuality, FaceView, Thresholds
 
 X, Y, GUEST = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
 LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
@@ -33,7 +32,7 @@ def photo_match(
     )
     faces = [SimpleNamespace(id=i) for i in range(len(similarity))]
     views = [FaceView(FaceQuality(width_px, head_turn, embedding_norm), hidden)] * len(faces)
-    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits, views)
+    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits.judge(views))
 
 
 def test_a_face_matched_to_x_is_visible_only_in_x_own_file():
@@ -150,7 +149,7 @@ def test_a_face_too_poorly_seen_to_judge_reaches_every_dnp_member_but_not_the_pu
         user_ids=[GUEST], dnp=np.array([False]), references=np.zeros((1, 512), np.float32), owners=np.array([0])
     )
     view = FaceView(FaceQuality(100, 0.0, 12.0), 0.0)
-    alone = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), QUALITY, [view])
+    alone = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), QUALITY.judge([view]))
     assert alone.blurred() == [False]
 
 
@@ -173,7 +172,7 @@ def test_a_face_a_third_hidden_whose_box_looks_nearly_whole_is_unsure():
     """Chaos: a DNP face 36 % past the bottom edge, found by an upside-down look, its box 98x101 px (nearly a
     face's proportions), embedded at 0.06 against its own reference."""
     from faces.geometry import hidden_share
-    from faces.matching import UNSURE_HIDDEN_SHARE
+    from faces.thresholds import UNSURE_HIDDEN_SHARE
 
     box, size = (0.8737, 0.7153, 0.0822, 0.2847), (1190, 355)
     assert hidden_share(box, *size) >= UNSURE_HIDDEN_SHARE
@@ -185,5 +184,5 @@ def test_a_cut_face_is_not_blurred_when_the_event_has_no_dnp_member():
         user_ids=[GUEST], dnp=np.array([False]), references=np.zeros((1, 512), np.float32), owners=np.array([0])
     )
     view = FaceView(FaceQuality(100, 0.0, 24.0), 0.6)
-    match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), LIMITS, [view])
+    match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), LIMITS.judge([view]))
     assert match.blurred() == [False]

@@ -10,8 +10,7 @@ import numpy as np
 from faces.measurement.probes import AS_TAKEN, Probe
 from faces.measurement.recommend import Grid, recommend
 from faces.measurement.verdicts import Pairs
-from faces.quality import FaceQuality
-from faces.thresholds import THRESHOLDS, Thresholds
+from faces.thresholds import THRESHOLDS, FaceQuality, Thresholds
 
 MEASUREMENTS = Path(__file__).resolve().parents[2] / "docs" / "MEASUREMENTS.md"
 BUFFALO_S = THRESHOLDS["insightface-buffalo_s"]

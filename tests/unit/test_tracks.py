@@ -8,10 +8,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from faces.matching import Candidates, FaceView, PhotoMatch
-from faces.quality import FaceQuality
-from faces.thresholds import Thresholds
-from faces.tracks import DETECT_INTERVAL_S, MAX_GAP_S, TRACK_PAD_S, Look, link, scheduled, tracks_of
+from faces.detection.clips import Look, scheduled
+from faces.matching import Candidates, PhotoMatch
+from faces.rendering.painters import TRACK_PAD_S, tracks_of
+from faces.thresholds import FaceQuality, FaceView, Thresholds
+from faces.tracks import DETECT_INTERVAL_S, MAX_GAP_S, link
 
 FPS30 = [i / 30 for i in range(90)]  # 3 s at 30 fps
 
@@ -21,7 +22,7 @@ def box(x: float, y: float = 0.4, w: float = 0.1) -> np.ndarray:
 
 
 def looked_at(times: list[float], every_frame: bool = False) -> list[float]:
-    return [time for time, _, look in scheduled(((time, None) for time in times), every_frame) if look]
+    return [time for time, _, look in scheduled(((time, None, False) for time in times), every_frame) if look]
 
 
 def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
@@ -32,7 +33,7 @@ def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
 
 
 def deep_looks(times: list[float], cut_before=lambda time: False) -> list[float]:
-    return [time for time, _, look in scheduled(((t, None) for t in times), False, cut_before) if look is Look.DEEP]
+    return [time for time, _, look in scheduled(((t, None, cut_before(t)) for t in times), False) if look is Look.DEEP]
 
 
 def test_deep_looks_are_at_most_a_track_gap_apart_and_at_the_clip_s_ends():
@@ -209,7 +210,7 @@ def match(
     shares, norms = hidden or [0.0] * len(faces), norms or [24.0] * len(faces)
     views = [FaceView(FaceQuality(100, 0.0, norm), share) for share, norm in zip(shares, norms, strict=True)]
     similarity = np.array([[s] for s in similarities], dtype=np.float32)
-    return PhotoMatch.of(faces, CANDIDATES, similarity, limits, views).by_track()
+    return PhotoMatch.of(faces, CANDIDATES, similarity, limits.judge(views)).by_track()
 
 
 def test_a_track_takes_its_best_face_not_its_average():
@@ -244,7 +245,7 @@ def test_one_edge_cut_face_does_not_make_a_whole_track_unsure_but_an_all_cut_tra
 
 def test_a_cut_is_looked_at_on_both_sides_and_no_track_goes_on_across_it():
     cut = FPS30[10]
-    looks = [t for t, _, look in scheduled(((t, None) for t in FPS30[:30]), False, lambda t: t == cut) if look]
+    looks = [t for t, _, look in scheduled(((t, None, t == cut) for t in FPS30[:30]), False) if look]
     assert FPS30[9] in looks, "the old scene's last frame"
     assert cut in looks, "the new scene's first frame"
     same_place = [(FPS30[6], box(0.3)), (FPS30[12], box(0.3))]
