@@ -11,9 +11,10 @@ the face's quality: a poorly seen face (small, turned, or with a weak embedding)
 `poor_face_blur`, and a face too poorly seen to judge at all is unsure, blurred wherever an active DNP
 member could be it, as a face cut by the image edge is (faces/matching.py).
 
-How well a face can be judged (`FaceQuality`): a DNP guest's own face can fall far under every threshold against their reference when the recogniser saw
-it poorly: a head turned away, a small or blurred face, sunglasses, low light. Three signals the engine
-already gives say how poorly, each measured on real photos of real people (`manage.py measure_thresholds`):
+How well a face can be judged (`FaceQuality`): a DNP guest's own face can fall far under every threshold
+against their reference when the recogniser saw it poorly: a head turned away, a small or blurred face,
+sunglasses, low light. Three signals the engine already gives say how poorly, each measured on real photos of
+real people (`manage.py measure_thresholds`):
 
 - the face's width in pixels of the displayed image;
 - the head turn, from the five landmarks: how far the nose sits from the eyes' midpoint along the line

@@ -63,7 +63,9 @@ class AnimatedImage(Clip):
     def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> list[RenderedFile]:
         # One output at a time: the source frames are decoded again for each, so memory holds
         # one rendered animation, not N+1 of them.
-        return [self._render_one(painter, checkpoint) for painter in painters]
+        rendered = [self._render_one(painter, checkpoint) for painter in painters]
+        checkpoint()  # once more before any upload
+        return rendered
 
     def _render_one(self, painter: Painter, checkpoint: Checkpoint) -> RenderedFile:
         out, first, previous = [], None, None

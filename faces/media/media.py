@@ -56,4 +56,5 @@ class Media(ABC):
     @abstractmethod
     def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> Iterable[RenderedFile]:
         """One file per painter, each from every frame with that painter's blur; `checkpoint` is called
-        before each frame (it may raise to stop the render)."""
+        before each frame and once more before the files are given, so that nothing is uploaded after a
+        try's session is gone (it may raise to stop the render)."""

@@ -105,8 +105,10 @@ class Still(Media):
 
     def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> Iterator[RenderedFile]:
         """A JPEG and its thumbnail per painter, each rendered when the one before is taken: its upload
-        overlaps the next render (faces/rendering/files.py). One frame: the checkpoint before the uploads
-        (upload_files) is the render's."""
+        overlaps the next render (faces/rendering/files.py). One frame: its one checkpoint is when the files
+        are first asked for, before any upload (even when there is none, so that a try whose session is gone
+        writes no row either)."""
+        checkpoint()
         for painter in painters:
             out = self.image.copy()
             painter(0.0, out)

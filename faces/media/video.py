@@ -126,6 +126,7 @@ class Video(Clip):
             for first in range(0, len(painters), at_once):
                 chunk = slice(first, first + at_once)
                 posters += self._encode(painters[chunk], paths[chunk], checkpoint)
+            checkpoint()  # the last frame's came before the encoders' ends: once more before any upload
             return [RenderedFile(path.read_bytes(), poster) for path, poster in zip(paths, posters, strict=True)]
 
     def _encode(self, painters: list[Painter], paths: list[Path], checkpoint: Checkpoint) -> list[bytes]:

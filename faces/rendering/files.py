@@ -97,7 +97,7 @@ def render_and_publish(
     painters = painters_of([file.faces for file in planned], match.faces if match else [], regions, width, height)
     rendered = media.render(painters, checkpoint)
     encoded = ((file.data, file.poster) for file in rendered)
-    files = upload_files(photo, planned, encoded, media.extension, checkpoint)
+    files = upload_files(photo, planned, encoded, media.extension)
     # Read once every frame went by: a video's duration is the clock its frames' times come from.
     photo.width, photo.height, photo.media_type, photo.duration_ms = width, height, media.kind, media.duration_ms
     publish(photo)
@@ -109,15 +109,14 @@ def upload_files(
     planned: list[PlannedFile],
     encoded: Iterable[tuple[bytes, bytes]],
     ext: str,
-    checkpoint: Checkpoint,
 ) -> int:
     """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`) in this try's own folder
     (faces/rendering/keys.py), then point the rows at them, in memory for the photo row (`publish` writes
     it). The uploads run in the pool while the next file is encoded. A try whose session the server closed
-    writes nothing (`checkpoint`, jobqueue/context.py): another reader may be on its message; one that writes
+    writes nothing (the render's last checkpoint comes before the first file is given, Media.render): another
+    reader may be on its message; one that writes
     anyway writes its own keys, in the folder the `render_folder` line names: no row names them unless this
     try commits, and the sweeps delete them (tests/chaos checks both for every try cut off from its session)."""
-    checkpoint()
     viewers = [file.viewer for file in planned]
     written = keys.render_keys(photo.event_id, photo.id, photo.variant_version, viewers, ext)
     log.info("render_folder", extra={"photo_id": str(photo.id), "folder": written.folder})
