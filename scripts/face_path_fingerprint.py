@@ -33,10 +33,10 @@ def main(out):
 
         from faces.engines import FACE_ENGINE, resident_engine
         from faces.jobs.photo_jobs import face_process, reprocess
-        from faces.models import Event, EventMember, Photo, PhotoVariant, SubjectReference
+        from faces.models import Photo, PhotoVariant
         from jobqueue.context import JobContext
         from momentlens.devservices import samples
-        from tests.support import media_clips
+        from tests.support import factories, media_clips
         from tests.support.video_samples import scene
 
         engine = resident_engine()
@@ -65,16 +65,9 @@ def main(out):
         }
         result = {}
         for name, data in uploads.items():
-            event = Event.objects.create(name=name)
-            user = uuid.uuid4()
-            EventMember.objects.create(event=event, user_id=user, do_not_publish=True)
-            SubjectReference.objects.create(
-                user_id=user,
-                upload_key=f"users/{user}/references/r.jpg",
-                status="ready",
-                engine=faces[0].engine,
-                embedding=faces[0].embedding,
-            )
+            event = factories.event(name)
+            user = factories.member(event, dnp=True)
+            factories.ready_reference(user, faces[0].embedding, faces[0].engine)
             pid = uuid.uuid4()
             key = default_storage.save(f"events/{event.id}/uploads/{pid}.bin", ContentFile(data))
             photo = Photo.objects.create(id=pid, event=event, uploader_id=user, upload_key=key, upload_thumb_key=key)
