@@ -203,8 +203,7 @@ class StageTimer:
         self._wrap(files, "plan_files", "match")
         self._wrap(painters, "blur_face", "blur")
         self._wrap(painters, "blur_rectangle", "blur")
-        self._wrap(still, "encode_jpeg", "encode")
-        self._wrap(still, "poster", "encode")
+        self._wrap(still, "jpeg_and_poster", "encode")
         # Uploads run in a pool beside the next file's render and encode; this is the wait
         # left after the last encode.
         self._wrap(files, "_wait_for_all", "upload")
