@@ -136,7 +136,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed + 1000)
     clock = Clock()
     plans = {"today's plan": Plan(), **{" ".join(items): replace(Plan(), **parse_plan(items)) for items in args.plan}}
-    pyramids = {name: engine._pyramid_for(plan) for name, plan in plans.items()}
+    pyramids = {name: engine._pyramid.planned(plan) for name, plan in plans.items()}
     for pyramid in pyramids.values():
         instrument(pyramid, clock)
     for passes in {id(p): p for d in pyramids.values() for p in (d.passes, d.overview_passes)}.values():

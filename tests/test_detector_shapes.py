@@ -194,7 +194,7 @@ def test_a_cascade_looks_again_only_at_its_small_faint_candidates(cpu_engine, mo
     found = {}
     for cap in (None, 40):
         plan = dataclasses.replace(Plan(), fine_scale=1.0, fine_score_threshold=0.07, cascade_max_width=cap)
-        pyramid = cpu_engine._pyramid_for(plan)
+        pyramid = cpu_engine._pyramid.planned(plan)
         widths = looked_at[cap] = []
         real = pyramid._second_looks
 
@@ -221,7 +221,7 @@ def test_turned_levels_after_one_that_runs_whole_are_the_overview_only(cpu_engin
     at_a_sixth, found = {}, {}
     for flag in (False, True):
         plan = dataclasses.replace(Plan(), turned_scale=0.5, turned_whole_then_overview=flag)
-        pyramid = cpu_engine._pyramid_for(plan)
+        pyramid = cpu_engine._pyramid.planned(plan)
         sizes = []
         real = pyramid.passes.run_many
 

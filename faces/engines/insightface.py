@@ -77,8 +77,8 @@ class InsightFaceEngine(FaceEngine):
         self._shapes = (GPU_SHAPES if self.provider != CPU else {}) if shapes is None else shapes
         self._overview = self._passes(detector_file, pack.name)
         self._fine = self._passes(small_detector_file, pack.small_faces_from.name) if small_detector_file else None
-        self._pyramids: dict[Plan, PyramidDetector] = {}
-        self._pyramid = self._pyramid_for(Plan())
+        # One pyramid on the engine's passes (its sessions); a clip's plans are its own, built there.
+        self._pyramid = PyramidDetector(self._fine or self._overview, Plan(), overview_passes=self._overview)
         self._recognizer = ArcFaceONNX(model_file=recognizer_file, session=_session(recognizer_file, *self._options))
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
@@ -134,15 +134,8 @@ class InsightFaceEngine(FaceEngine):
         checkpoint: Checkpoint = never_stop,
     ) -> list[Detection]:
         """Every face, large and small, in pixels of `image`; without `small_faces` only the large ones."""
-        pyramid = self._pyramid_for(plan) if plan else self._pyramid
-        found = pyramid.detect(image, small_faces=small_faces, checkpoint=checkpoint)
+        found = self._pyramid.detect(image, plan=plan, small_faces=small_faces, checkpoint=checkpoint)
         return [_detection(face, _detection(turned) if turned is not None else None) for face, turned in found]
-
-    def _pyramid_for(self, plan: Plan) -> PyramidDetector:
-        """The pyramid of a plan, built once; every plan runs on the engine's passes (its sessions)."""
-        if plan not in self._pyramids:
-            self._pyramids[plan] = PyramidDetector(self._fine or self._overview, plan, overview_passes=self._overview)
-        return self._pyramids[plan]
 
     def embed_many(self, image: np.ndarray, detections: list[Detection]) -> Embedded:
         """Each detected face's unit-length embedding and feature norm, in one batch."""

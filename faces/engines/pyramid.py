@@ -194,6 +194,7 @@ class PyramidDetector:
         self.plan = plan
         self.passes = passes
         self.overview_passes = overview_passes or passes
+        self._planned: dict[Plan, PyramidDetector] = {plan: self}
 
     # ---- the plan -------------------------------------------------------------
 
@@ -212,11 +213,25 @@ class PyramidDetector:
             scales.pop()
         return [*scales, overview]
 
+    def planned(self, plan: Plan) -> "PyramidDetector":
+        """This pyramid's passes (its sessions) on another plan, built once per plan."""
+        if plan not in self._planned:
+            self._planned[plan] = PyramidDetector(self.passes, plan, overview_passes=self.overview_passes)
+        return self._planned[plan]
+
     def detect(
-        self, image: np.ndarray, *, small_faces: bool = True, checkpoint: Checkpoint = never_stop
+        self,
+        image: np.ndarray,
+        *,
+        plan: Plan | None = None,
+        small_faces: bool = True,
+        checkpoint: Checkpoint = never_stop,
     ) -> list[UprightAndTurned]:
-        """Every face with its turned view (None when no turned level found it too). `checkpoint` is called
-        before each tile of each level: it may raise to stop a long detection."""
+        """Every face with its turned view (None when no turned level found it too), on `plan` (default: the
+        pyramid's own). `checkpoint` is called before each tile of each level: it may raise to stop a long
+        detection."""
+        if plan is not None and plan != self.plan:
+            return self.planned(plan).detect(image, small_faces=small_faces, checkpoint=checkpoint)
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         shrinks = Shrinks(image)
