@@ -114,9 +114,9 @@ def upload_files(
     (faces/rendering/keys.py), then point the rows at them, in memory for the photo row (`publish` writes
     it). The uploads run in the pool while the next file is encoded. A try whose session the server closed
     writes nothing (the render's last checkpoint comes before the first file is given, Media.render): another
-    reader may be on its message; one that writes
-    anyway writes its own keys, in the folder the `render_folder` line names: no row names them unless this
-    try commits, and the sweeps delete them (tests/chaos checks both for every try cut off from its session)."""
+    reader may be on its message; one that writes anyway writes its own keys, in the folder the `render_folder`
+    line names: no row names them unless this try commits, and the sweeps delete them (tests/chaos checks both
+    for every try cut off from its session)."""
     viewers = [file.viewer for file in planned]
     written = keys.render_keys(photo.event_id, photo.id, photo.variant_version, viewers, ext)
     log.info("render_folder", extra={"photo_id": str(photo.id), "folder": written.folder})
