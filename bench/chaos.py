@@ -46,11 +46,13 @@ Usage: python bench/chaos.py --seed N [--photos-per-event 20] [--events 4] [--fa
            [--sweep-retry-s 5] [--full-sweep-s 30] [--readers 1] [--visibility-s 6]
            [--report PATH] [--keep DIR]
 --report writes the findings as JSON (invariants by name, faults, archived reasons, figures); with --keep, the
-same goes to DIR/report.json. The code is in tests/chaos/; the reduced form runs in the test suite
+same goes to DIR/report.json. Without --keep, a run that finds a violation keeps its logs in a new folder under
+the system's temporary folder, and says where. The code is in tests/chaos/; the reduced form runs in the test suite
 (tests/test_chaos.py).
 """
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -107,12 +109,23 @@ def main() -> int:
     else:
         with tempfile.TemporaryDirectory(prefix="chaos-") as folder:
             report = run_chaos(config, Path(folder))
+            if report.violations:
+                keep_logs(Path(folder), args.seed)
     seconds = time.monotonic() - started
     for path in [args.report] + ([args.keep / "report.json"] if args.keep else []):
         if path is not None:
             report.write_json(path, seconds)
     print(report.table(seconds))
     return 0 if report.violations == 0 else 1
+
+
+def keep_logs(folder: Path, seed: int) -> None:
+    """A run that found a violation keeps its logs (not its data), so that what happened can be read: a timing
+    that a rerun of the seed may not meet again."""
+    kept = Path(tempfile.mkdtemp(prefix=f"chaos-seed{seed}-logs-"))
+    for log in folder.glob("*.log"):
+        shutil.copy2(log, kept)
+    print(f"logs of the run kept in {kept}", file=sys.stderr)
 
 
 if __name__ == "__main__":
