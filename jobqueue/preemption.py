@@ -15,7 +15,8 @@ Either way it requests a preemption, and the try stops at its next checkpoint (`
 a photo's tiles, a clip's frames, before any upload) with `Preempted`. The loop rolls it back, gives its
 message back uncounted (visible now, its read_ct as before the read: a preemption is no failed try) and
 reads on: the privacy job first. The preempted try runs again after it, reusing the detection it had done
-(faces/detection/memory.py). Privacy jobs and the renders a hide sends first are never preempted.
+(faces.detection.RememberedLooks). Privacy jobs are never preempted; the renders a hide sends first stop no try
+(they are read first, and a privacy job may stop them like any other try).
 """
 
 import threading
