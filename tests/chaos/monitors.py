@@ -110,7 +110,11 @@ def monitor_dnp_change(chaos) -> None:
     while not chaos.watch.stop.wait(0.1):
         try:
             with chaos.services.db(attempts=1) as conn:
+                # The rows are as of the statement's start, so the sample is dated before it is sent: dated
+                # once they arrive, a busy machine's slow answer showed rows from before the hide's commit
+                # as if seen after it.
+                asked = time.time()
                 rows = conn.execute(DNP_CHANGE_ROWS, [change.event_id]).fetchall()
         except Exception:
             continue  # the database is being restarted by a fault
-        change.samples.append((time.time(), {photo_id: blurred for photo_id, blurred in rows}))
+        change.samples.append((asked, {photo_id: blurred for photo_id, blurred in rows}))
