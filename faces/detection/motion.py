@@ -74,16 +74,16 @@ def search_areas(change: Change, people: list[PixelBox]) -> tuple[list[PixelBox]
     if change.changed is None:
         return [], []
     changed = change.changed.copy()
-    for x1, y1, x2, y2 in people:
-        changed[max(0, int(y1 * SMALL)) : int(y2 * SMALL) + 1, max(0, int(x1 * SMALL)) : int(x2 * SMALL) + 1] = 0
-    moved = [person for person in people if _touches(change.changed, person)]
+    for person in people:
+        changed[_cells(person)] = 0
+    moved = [person for person in people if change.changed[_cells(person)].any()]
     return _regions(changed, *change.size), moved
 
 
-def _touches(changed: np.ndarray, box: PixelBox) -> bool:
-    """Whether anything changed within the box (frame pixels)."""
+def _cells(box: PixelBox) -> tuple[slice, slice]:
+    """The small grey copy's cells under a box (frame pixels)."""
     x1, y1, x2, y2 = (max(0, int(v * SMALL)) for v in box)
-    return bool(changed[y1 : y2 + 1, x1 : x2 + 1].any())
+    return slice(y1, y2 + 1), slice(x1, x2 + 1)
 
 
 def _change(previous: np.ndarray | None, small: np.ndarray, width: int, height: int) -> Change:

@@ -194,7 +194,7 @@ class PyramidDetector:
         self.plan = plan
         self.passes = passes
         self.overview_passes = overview_passes or passes
-        self._planned: dict[Plan, PyramidDetector] = {plan: self}
+        self._planned: dict[Plan, PyramidDetector] = {}
 
     # ---- the plan -------------------------------------------------------------
 
@@ -214,7 +214,9 @@ class PyramidDetector:
         return [*scales, overview]
 
     def planned(self, plan: Plan) -> "PyramidDetector":
-        """This pyramid's passes (its sessions) on another plan, built once per plan."""
+        """This pyramid's passes (its sessions) on `plan`: itself on its own plan, else one built once per plan."""
+        if plan == self.plan:
+            return self
         if plan not in self._planned:
             self._planned[plan] = PyramidDetector(self.passes, plan, overview_passes=self.overview_passes)
         return self._planned[plan]
