@@ -87,6 +87,8 @@ class Worker:
         self.preemption = Preemption()
         self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption, slots=config.reader_slots)
         self._renders_in_a_row = 0
+        # The message whose try (or its outcome) a lost session cut short, until the next read gives it back.
+        self._cut_short: Try | None = None
         self._resources: Mapping[str, object] = MappingProxyType({})
         self.state.update(slots=config.reader_slots)
 
@@ -142,11 +144,18 @@ class Worker:
             # Never read on a connection that does not hold the lock.
             raise DatabaseLost("the connection holding the reader lock is gone")
         with self.session.lease.guard():
+            self._give_back_cut_short()
             message = self._read()
             self._refresh_metrics()
         if message is None:
             return False
-        self._handle(message)
+        attempt = Try(message, self.session.lease, self.preemption, self._resources)
+        try:
+            self._handle(attempt)
+        except DatabaseLost:
+            # Whatever the loss cut short (the try, its retry, its archive) rolled back with the session.
+            self._cut_short = attempt
+            raise
         return True
 
     def _read(self) -> queries.Message | None:
@@ -180,8 +189,7 @@ class Worker:
 
     # -- one message -----------------------------------------------------
 
-    def _handle(self, message: queries.Message) -> None:
-        attempt = Try(message, self.session.lease, self.preemption, self._resources)
+    def _handle(self, attempt: Try) -> None:
         decided = outcome.before_running(attempt.number, attempt.problem)
         if decided.action is not Action.RUN:
             self._carry_out(decided, attempt)
@@ -224,6 +232,18 @@ class Worker:
             queries.give_back(self.session.cursor, attempt.msg_id, attempt.number)
         self.state.update(preemptions=self.state.preemptions + 1, last_preemption_at=time.time())
         log.info("job_preempted", extra={**attempt.fields, "outcome": "given_back", "detail": why, "ms": attempt.ms()})
+
+    def _give_back_cut_short(self) -> None:
+        """The try a lost session cut short was rolled back with it: its message is visible again now, its read
+        counted (as a failed try's), unless another reader read it meanwhile. Left hidden, it came back only after
+        the visibility timeout (a minute with several readers), and a privacy job whose try met a database
+        restart waited that long to hide anything."""
+        attempt = self._cut_short
+        if attempt is None:
+            return
+        visible = queries.make_visible(self.session.cursor, attempt.msg_id, attempt.number)
+        self._cut_short = None
+        log.info("cut_short_visible", extra={**attempt.fields, "outcome": "visible" if visible else "read_meanwhile"})
 
     def _carry_out(self, decided: Outcome, attempt: Try) -> None:
         if decided.action is Action.ARCHIVE:

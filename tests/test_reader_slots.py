@@ -15,6 +15,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from faces.models import Event
+from jobqueue.logfmt import parse
 from tests.support import factories
 from tests.support.queue_helpers import done_by, job, queue_rows, send
 from tests.support.waiting import wait_for
@@ -122,6 +123,36 @@ def test_a_reader_killed_mid_job_leaves_its_message_to_another_within_the_timeou
     waited = time.monotonic() - died_at
     assert waited < vt + 1.5, f"taken over after {waited:.1f}s"
     assert not queue_rows()
+
+
+def test_a_try_cut_short_by_its_lost_session_is_read_again_at_once(spawn):
+    """A terminated backend rolls the try back; its message is visible again as soon as the reader has a session
+    again, not after the visibility timeout (600 s here): a privacy job whose try met a database restart waited
+    for it (a minute with the default settings, and 6.5 s in a chaos run)."""
+    msg_id = send(job("test_record", seconds=2))
+    _, log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=600)
+    wait_for(lambda: f"msg={msg_id} job=test_record" in heartbeat_names(), timeout=30)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'momentlens-worker'"
+        )
+        assert cursor.fetchall() == [(True,)]
+    cut_at = time.monotonic()
+    wait_for(lambda: Event.objects.filter(name__startswith="done ").exists(), timeout=30)
+    assert time.monotonic() - cut_at < 15
+    ends = [(line.get("event"), line.get("try"), line.get("outcome")) for line in log_lines(log, msg_id)]
+    assert ends == [("db_lost", "1", None), ("cut_short_visible", "1", "visible"), ("job_done", "2", "completed")]
+    assert Event.objects.filter(name__startswith="done ").count() == 1, "the cut-short try wrote nothing"
+
+
+def log_lines(log, msg_id: int) -> list[dict]:
+    return [line for line in map(parse, log.read_text().splitlines()) if line.get("msg_id") == str(msg_id)]
+
+
+def heartbeat_names() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT string_agg(application_name, ' | ') FROM pg_stat_activity")
+        return cursor.fetchone()[0] or ""
 
 
 def test_a_retry_whose_backoff_outlasts_the_timeout_is_not_run_twice_at_once(spawn, tmp_path):
