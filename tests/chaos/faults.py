@@ -6,6 +6,7 @@ import time
 
 from jobqueue.logfmt import parse
 from jobqueue.messages import is_uuid
+from jobqueue.queries import PRIVACY_APPLICATION_NAME
 from tests.chaos.config import FAULT_KINDS
 from tests.chaos.monitors import monitor_dnp_change
 from tests.chaos.queue import application_names, send
@@ -17,6 +18,8 @@ from tests.support.waiting import poll
 
 # Jobs that run long enough (detection, rendering) for a kill to land mid-job rather than at its end.
 LONG_JOBS = ("face_process", "reprocess")
+# The session of a privacy job's try while it runs (jobqueue.queries.PRIVACY_APPLICATION_NAME), ended.
+CUT_PRIVACY_TRY = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
 PUBLISHED_IN_EVENT = (
     "SELECT count(*) FROM photos WHERE event_id = %s AND processed_at IS NOT NULL AND variant_version > 0"
 )
@@ -183,3 +186,20 @@ def change_dnp(chaos: Chaos) -> None:
         change.msg_id = send(conn, {"job": "reprocess_event", "event_id": change.event_id})
     chaos.services.log(f"dnp_change user={change.user_id} msg={change.msg_id}")
     chaos.watch.start(monitor_dnp_change, chaos)
+    chaos.watch.start(cut_the_hide, chaos)
+
+
+def cut_the_hide(chaos: Chaos) -> None:
+    """Once, whatever the seed: the session of the first privacy try after the change's send (the hide, a few
+    hundred ms) is ended while it runs. The change must still hide within the window (hide_checks): the reader
+    gives the cut try's message back when it has a session again. It once waited out its visibility timeout."""
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and not chaos.watch.stop.is_set():
+        try:
+            with chaos.services.db(attempts=1) as conn:
+                while time.monotonic() < deadline and not chaos.watch.stop.wait(0.005):
+                    if conn.execute(CUT_PRIVACY_TRY, [PRIVACY_APPLICATION_NAME]).fetchall():
+                        chaos.services.log("fault=cut_the_hide")
+                        return
+        except Exception:
+            chaos.watch.stop.wait(0.1)  # a fault has the database down

@@ -34,9 +34,11 @@ def exposed_after_hide(chaos, lines: list[dict]) -> int:
     figures.dnp_longest_exposure_s = round(max(exposed.values(), default=0.0), 2)
     figures.dnp_exposed_past_window = sum(1 for seconds in exposed.values() if seconds > EXPOSURE_WINDOW_S)
     delay = f"{committed - change.sent_at:.2f} s" if commits else "never"
+    cut = sum(1 for fields in lines if fields["event"] == "db_lost" and fields.get("msg_id") == str(change.msg_id))
     chaos.report.notes.append(
         f"dnp change: {figures.dnp_change_photos} photos show the member; the hide committed {delay} after the "
-        f"send; longest exposure from the send {figures.dnp_longest_exposure_s:.2f} s; {len(change.samples)} samples"
+        f"send ({cut} of its tries cut short by a lost session); longest exposure from the send "
+        f"{figures.dnp_longest_exposure_s:.2f} s; {len(change.samples)} samples"
     )
     return len(violations)
 
