@@ -1,6 +1,7 @@
 """The heartbeat: the message in flight stays hidden while its job runs, however long.
 
-A message is read hidden for the visibility timeout (vt). A side thread, on a
+A message is read hidden for the visibility timeout (vt; a privacy job for a shorter one,
+preemption.PRIVACY_VT_S). A side thread, on a
 connection of its own, sends `pgmq.set_vt(msg, vt)` every vt / 3 while the main
 thread runs the job (inference holds no database round trip), so a job may run far
 longer than vt and no other reader takes its message; a reader that dies stops
@@ -34,14 +35,14 @@ NAME_AFTER_S = 0.5
 
 class Heartbeat:
     def __init__(self, vt_s: int, preemption: Preemption | None = None, *, slots: int = 1):
+        # The message's visibility timeout, unless the job was read with another (`beating`).
         self.vt_s = vt_s
-        self.every_s = max(vt_s / 3, 0.05)
         self.preemption = preemption or Preemption()
         # One reader slot: nobody else will read privacy work, so it preempts at once.
         self._grace_s = 0.0 if slots == 1 else PREEMPT_GRACE_S
         self._changed = threading.Condition()
-        # The job in flight, (msg_id, label), or None between jobs; whether privacy work may stop it.
-        self._job: tuple[int, str] | None = None
+        # The job in flight, (msg_id, label, vt_s), or None between jobs; whether privacy work may stop it.
+        self._job: tuple[int, str, int] | None = None
         self._preemptible = False
         self._reader_pid: int | None = None
         self._closed = False
@@ -62,11 +63,14 @@ class Heartbeat:
         self._thread.join(timeout=5)
 
     @contextmanager
-    def beating(self, msg_id: int, label: str, reader_pid: int | None, *, preemptible: bool = False):
-        """Keep `msg_id` hidden until the block ends; `preemptible`: watch for privacy work that waits on it."""
+    def beating(
+        self, msg_id: int, label: str, reader_pid: int | None, *, preemptible: bool = False, vt_s: int | None = None
+    ):
+        """Keep `msg_id` hidden until the block ends, `vt_s` at a time (read with it; default: the heartbeat's);
+        `preemptible`: watch for privacy work that waits on it."""
         self.preemption.clear()
         with self._changed:
-            self._job, self._reader_pid, self._preemptible = (msg_id, label), reader_pid, preemptible
+            self._job, self._reader_pid, self._preemptible = (msg_id, label, vt_s or self.vt_s), reader_pid, preemptible
             self._changed.notify()
         try:
             yield
@@ -93,7 +97,7 @@ class Heartbeat:
                     # Jobs of less than NAME_AFTER_S never touch the database from here: the
                     # loop's own round trips are all a short job costs.
                     name_due = now + NAME_AFTER_S if current else (now if named else None)
-                    beat_due = now + self.every_s if current else None
+                    beat_due = now + _every(current) if current else None
                     watch_due = now + WATCH_EVERY_S if current and self._preemptible else None
                 if self._closed:
                     break
@@ -111,22 +115,22 @@ class Heartbeat:
                     named, name_due = current, None
                 if beat_due is not None and now >= beat_due:
                     self._beat(current, reader_pid)
-                    beat_due = now + self.every_s
+                    beat_due = now + _every(current)
                 if watch_due is not None and now >= watch_due:
                     # Once the try is asked to stop, nothing more to watch for.
                     watch_due = None if self._watch(current, reader_pid) else now + WATCH_EVERY_S
         self._close_connection()
 
-    def _still(self, job: tuple[int, str] | None) -> bool:
+    def _still(self, job: tuple[int, str, int] | None) -> bool:
         """No other job began (or this one ended) since `job` was read."""
         with self._changed:
             return self._job == job
 
-    def _beat(self, job: tuple[int, str], reader_pid: int | None) -> None:
+    def _beat(self, job: tuple[int, str, int], reader_pid: int | None) -> None:
         with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
-            queries.extend_visibility(cursor, job[0], self.vt_s)
+            queries.extend_visibility(cursor, job[0], job[2])
 
-    def _watch(self, job: tuple[int, str], reader_pid: int | None) -> bool:
+    def _watch(self, job: tuple[int, str, int], reader_pid: int | None) -> bool:
         """Ask the try to stop when privacy work waits on it; whether it was asked."""
         with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
             reason = queries.privacy_waiting(cursor, registry.privacy_jobs(), self._grace_s, reader_pid)
@@ -137,11 +141,11 @@ class Heartbeat:
                 return True
         return False
 
-    def _name(self, job: tuple[int, str] | None, reader_pid: int | None) -> None:
+    def _name(self, job: tuple[int, str, int] | None, reader_pid: int | None) -> None:
         with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
             queries.set_application_name(cursor, _label(job, reader_pid))
 
-    def _cursor(self, job: tuple[int, str] | None, reader_pid: int | None):
+    def _cursor(self, job: tuple[int, str, int] | None, reader_pid: int | None):
         """The thread's own connection (Django's are per thread). After a failure it is new: whichever
         call reconnects (a beat, a watch), the new connection says what runs before anything else."""
         if self._connection is None:
@@ -169,6 +173,11 @@ class Heartbeat:
             self._connection = None
 
 
-def _label(job: tuple[int, str] | None, reader_pid: int | None) -> str:
+def _every(job: tuple[int, str, int]) -> float:
+    """How often a beat keeps the job's message hidden: three beats to a visibility timeout."""
+    return max(job[2] / 3, 0.05)
+
+
+def _label(job: tuple[int, str, int] | None, reader_pid: int | None) -> str:
     doing = f"msg={job[0]} job={job[1]}" if job else "idle"
     return f"{queries.HEARTBEAT_NAME} reader={reader_pid} {doing}"[:63]

@@ -26,6 +26,11 @@ import threading
 PREEMPT_GRACE_S = 1.5
 # How often the heartbeat thread looks for privacy work while an ordinary try runs.
 WATCH_EVERY_S = 0.25
+# A privacy job is read hidden this long at most, and its heartbeat keeps it hidden while it runs: with several
+# readers, one killed in the middle of a hide leaves its message to another within seconds, not after the
+# visibility timeout (a minute by default). Read twice, a privacy job waits for its first run's locks (the event's
+# fan-out lock, the reference's row) and then finds nothing left to do.
+PRIVACY_VT_S = 3
 
 
 class Preempted(Exception):

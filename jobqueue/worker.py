@@ -28,7 +28,7 @@ from jobqueue.health import WorkerState
 from jobqueue.heartbeat import Heartbeat
 from jobqueue.lease import DatabaseLost
 from jobqueue.outcome import Action, Outcome
-from jobqueue.preemption import Preempted, Preemption
+from jobqueue.preemption import PRIVACY_VT_S, Preempted, Preemption
 from jobqueue.redaction import redact
 from jobqueue.session import ReaderSession, WorkerDied
 
@@ -87,6 +87,7 @@ class Worker:
         self.preemption = Preemption()
         self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption, slots=config.reader_slots)
         self._renders_in_a_row = 0
+        self._privacy_vt_s = min(config.visibility_timeout_s, PRIVACY_VT_S)
         # The message whose try (or its outcome) a lost session cut short, until the next read gives it back.
         self._cut_short: Try | None = None
         self._resources: Mapping[str, object] = MappingProxyType({})
@@ -162,7 +163,7 @@ class Worker:
         """Privacy work, oldest first; then the renders it sent first, at most RENDERS_IN_A_ROW in a row; then the
         oldest message."""
         vt, cursor = self.config.visibility_timeout_s, self.session.cursor
-        message = queries.read_first(cursor, vt, registry.privacy_jobs())
+        message = queries.read_first(cursor, self._privacy_vt_s, registry.privacy_jobs())
         if message is None and self._renders_in_a_row < RENDERS_IN_A_ROW:
             message = queries.read_first(cursor, vt, [registry.FIRST_MARK])
             self._renders_in_a_row += message is not None
@@ -197,7 +198,7 @@ class Worker:
         attempt.runs()
         privacy = attempt.job.type.first
         try:
-            with self._running(attempt, preemptible=not privacy), self.session.lease.guard(), transaction.atomic():
+            with self._running(attempt, privacy=privacy), self.session.lease.guard(), transaction.atomic():
                 if privacy:
                     queries.mark_privacy_try(self.session.cursor)
                 result = attempt.job.type.handler(attempt.job.payload, attempt.context()) or {}
@@ -215,13 +216,14 @@ class Worker:
             log.info("job_done", extra={**attempt.fields, "outcome": "completed", "ms": attempt.ms(), **result})
 
     @contextmanager
-    def _running(self, attempt: Try, *, preemptible: bool):
-        """While the job runs: its message kept hidden (the heartbeat, which also watches for privacy work that
-        waits on a preemptible try), and /health saying what runs."""
+    def _running(self, attempt: Try, *, privacy: bool):
+        """While the job runs: its message kept hidden (the heartbeat, for the visibility timeout it was read with;
+        the heartbeat also watches for privacy work that waits on an ordinary try), and /health saying what runs."""
         self.state.update(working_on=f"msg={attempt.msg_id} job={attempt.job.name}")
         pid = self.session.lease.backend_pid
+        vt_s = self._privacy_vt_s if privacy else None
         try:
-            with self.heartbeat.beating(attempt.msg_id, attempt.job.name, pid, preemptible=preemptible):
+            with self.heartbeat.beating(attempt.msg_id, attempt.job.name, pid, preemptible=not privacy, vt_s=vt_s):
                 yield
         finally:
             self.state.update(working_on=None)

@@ -2,7 +2,8 @@
 
 Each reader holds one slot; one beyond N waits. A message in flight stays hidden however long
 its job runs (the heartbeat); a reader that dies leaves its message to the others after the
-visibility timeout; jobs on one photo never overlap (its row lock).
+visibility timeout (a privacy job's after PRIVACY_VT_S); one that loses only its session gives its message back
+when it has one again; jobs on one photo never overlap (its row lock).
 """
 
 import itertools
@@ -153,6 +154,44 @@ def heartbeat_names() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT string_agg(application_name, ' | ') FROM pg_stat_activity")
         return cursor.fetchone()[0] or ""
+
+
+def test_a_reader_killed_mid_privacy_job_leaves_it_to_another_within_seconds(spawn, tmp_path):
+    """A privacy job is read hidden for PRIVACY_VT_S, not the visibility timeout (600 s here): a reader killed in
+    the middle of a hide leaves it to another reader within seconds."""
+    from jobqueue.preemption import PRIVACY_VT_S
+
+    (first, first_log), (second, second_log) = (
+        spawn("first", WORKER_VISIBILITY_TIMEOUT_S=600),
+        spawn("second", WORKER_VISIBILITY_TIMEOUT_S=600),
+    )
+    wait_for(lambda: taken(first_log) and taken(second_log))
+    send(job("test_first_crash", once_marker=str(tmp_path / "crashed-once")))
+    wait_for(lambda: first.poll() is not None or second.poll() is not None)
+    died_at = time.monotonic()
+    wait_for(lambda: Event.objects.filter(name__startswith="survived").exists(), timeout=30)
+    waited = time.monotonic() - died_at
+    assert waited < PRIVACY_VT_S + 2, f"taken over after {waited:.1f}s"
+    assert not queue_rows()
+
+
+def test_a_privacy_job_longer_than_its_short_timeout_is_never_read_twice(spawn):
+    """Its heartbeat keeps it hidden PRIVACY_VT_S at a time, however long it runs."""
+    msg_id = send(job("test_first", seconds=8))
+    _, first_log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=600)
+    _, second_log = spawn("second", WORKER_VISIBILITY_TIMEOUT_S=600)
+    reads = set()
+
+    def finished() -> bool:
+        rows = queue_rows()
+        reads.update(read_ct for _, read_ct in rows)
+        return not rows
+
+    wait_for(finished, timeout=40, interval=0.1)
+    assert max(reads) == 1, "read once: the other reader never took it while it ran"
+    logs = first_log.read_text() + second_log.read_text()
+    assert f"event=job_done msg_id={msg_id} try=1 " in logs
+    assert Event.objects.filter(name__startswith="first done ").count() == 1
 
 
 def test_a_retry_whose_backoff_outlasts_the_timeout_is_not_run_twice_at_once(spawn, tmp_path):

@@ -30,9 +30,19 @@ def record(payload, ctx):
 
 @register("test_first", id_field="photo_id", first=True)
 def first(payload, ctx):
-    """A job registered first-class: read before ordinary messages."""
+    """A job registered first-class (a privacy job): read before ordinary messages. With `seconds`, it runs that
+    long, then writes a row naming its try."""
     _called("test_first", payload)
     flaky(payload, ctx)
+    if "seconds" in payload:
+        time.sleep(payload["seconds"])
+        Event.objects.create(name=f"first done {payload['photo_id']} try={ctx.try_number}")
+
+
+@register("test_first_crash", id_field="photo_id", first=True)
+def first_crash(payload, ctx):
+    """A privacy job that kills its worker mid-try (test_crash)."""
+    return crash(payload, ctx)
 
 
 @register("test_long", id_field="photo_id")
