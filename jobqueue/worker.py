@@ -245,7 +245,8 @@ class Worker:
             return
         visible = queries.make_visible(self.session.cursor, attempt.msg_id, attempt.number)
         self._cut_short = None
-        log.info("cut_short_visible", extra={**attempt.fields, "outcome": "visible" if visible else "read_meanwhile"})
+        # Not visible: another reader read it meanwhile, or a commit whose answer the loss swallowed deleted it.
+        log.info("cut_short_visible", extra={**attempt.fields, "outcome": "visible" if visible else "gone_or_read"})
 
     def _carry_out(self, decided: Outcome, attempt: Try) -> None:
         if decided.action is Action.ARCHIVE:
