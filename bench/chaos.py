@@ -16,7 +16,10 @@ must be refused (unsupported_media, media_too_large, undecodable_media). While r
 faults are injected at seeded random moments: SIGKILL of the worker (then a
 restart), `pg_terminate_backend` on its connection, a PostgreSQL restart, an S3
 outage window (SeaweedFS stopped, then started), a second worker alongside, and
-`manage.py sweep_orphans` run while a worker is mid-job. A monitor lists the bucket
+`manage.py sweep_orphans` run while a worker is mid-job. Halfway through, a member turns on
+Do Not Publish, and whatever the seed, the session of the first privacy try after it (the
+hide) is ended while it runs: still, no published photo of the event may show the member
+unblurred after the hide's commit, nor 5 s after the send. A monitor lists the bucket
 and reads the rows every half second: how long each orphan (a derived object no row
 points at) lived. After the drain the idle workers get their full-sweep interval to
 leave no orphan. Then the invariants are checked and a table is printed (goal: 0
