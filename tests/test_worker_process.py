@@ -9,7 +9,6 @@ import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from django.db import connection
 
 from faces.models import Event
 from tests.support.queue_helpers import (
@@ -20,6 +19,7 @@ from tests.support.queue_helpers import (
     reader_lock_held,
     send,
     spawn_worker,
+    terminate_reader_sessions,
     worker_env,
 )
 from tests.support.waiting import wait_for
@@ -121,11 +121,7 @@ def test_the_worker_survives_pg_terminate_backend_and_finishes_the_queue(env, tm
     log = tmp_path / "worker.log"
     worker = spawn_worker(env, "--drain", log_path=log)
     wait_for(lambda: Event.objects.count() >= 5)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'momentlens-worker'"
-        )
-        assert cursor.fetchall() == [(True,)]
+    assert terminate_reader_sessions() == [(True,)]
     assert worker.wait(120) == 0
     text = log.read_text()
     assert "event=db_lost" in text

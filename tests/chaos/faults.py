@@ -7,6 +7,7 @@ import time
 from jobqueue.logfmt import parse
 from jobqueue.messages import is_uuid
 from jobqueue.queries import PRIVACY_APPLICATION_NAME
+from jobqueue.session import APPLICATION_NAME
 from tests.chaos.config import FAULT_KINDS
 from tests.chaos.monitors import monitor_dnp_change
 from tests.chaos.queue import application_names, send
@@ -18,8 +19,9 @@ from tests.support.waiting import poll
 
 # Jobs that run long enough (detection, rendering) for a kill to land mid-job rather than at its end.
 LONG_JOBS = ("face_process", "reprocess")
-# The session of a privacy job's try while it runs (jobqueue.queries.PRIVACY_APPLICATION_NAME), ended.
-CUT_PRIVACY_TRY = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
+# The sessions of one name ended: the workers' loops (jobqueue.session.APPLICATION_NAME), or a privacy job's try
+# while it runs (jobqueue.queries.PRIVACY_APPLICATION_NAME).
+TERMINATE_SESSIONS = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
 PUBLISHED_IN_EVENT = (
     "SELECT count(*) FROM photos WHERE event_id = %s AND processed_at IS NOT NULL AND variant_version > 0"
 )
@@ -45,9 +47,7 @@ def inject(chaos: Chaos, kind: str) -> None:
 
 def terminate_backends(chaos: Chaos) -> None:
     with chaos.services.db() as conn:
-        conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'momentlens-worker'"
-        )
+        conn.execute(TERMINATE_SESSIONS, [APPLICATION_NAME])
 
 
 def restart_postgres(chaos: Chaos) -> None:
@@ -198,7 +198,7 @@ def cut_the_hide(chaos: Chaos) -> None:
         try:
             with chaos.services.db(attempts=1) as conn:
                 while time.monotonic() < deadline and not chaos.watch.stop.wait(0.005):
-                    if conn.execute(CUT_PRIVACY_TRY, [PRIVACY_APPLICATION_NAME]).fetchall():
+                    if conn.execute(TERMINATE_SESSIONS, [PRIVACY_APPLICATION_NAME]).fetchall():
                         chaos.services.log("fault=cut_the_hide")
                         return
         except Exception:

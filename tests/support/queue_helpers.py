@@ -49,6 +49,24 @@ def reader_lock_held() -> bool:
         return cursor.fetchone()[0] > 0
 
 
+def sessions() -> list[tuple[int, str]]:
+    """(pid, application_name) of every session on the server."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid, coalesce(application_name, '') FROM pg_stat_activity")
+        return cursor.fetchall()
+
+
+def terminate_reader_sessions() -> list[tuple[bool]]:
+    """End every worker's loop session (pg_terminate_backend), as a killed connection would; one row per session."""
+    from jobqueue.session import APPLICATION_NAME
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", [APPLICATION_NAME]
+        )
+        return cursor.fetchall()
+
+
 def worker_env(embedded_pg, tmp_path, **overrides) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("R2_", "SENTRY_"))}
     env.update(
