@@ -1,17 +1,21 @@
-"""How often a Do Not Publish guest is left visible, end to end: the baseline's worker beside this tree's, one run.
+"""How often a Do Not Publish guest is left visible, and a stranger blurred, end to end: the baseline's worker
+beside this tree's, one run.
 
-One event per person of a labelled set (`scripts/make_real_faces_set.py`), the person an active DNP member
-whose reference is their most frontal large photo (faces.measurement.probes.references: chosen once, the
-same for both workers), and up to --photos-per-person of their other photos uploaded to the event. Each
-worker runs `run_worker --drain` on its own copy of it all: the reference_process jobs, then one
-face_process per photo, through the real queue, database and storage.
+The people of a labelled set (`scripts/make_real_faces_set.py`) in events of --dnp-per-event each (in name
+order), every one of them an active DNP member whose reference is their most frontal large photo
+(faces.measurement.probes.references: chosen once, the same for both workers); up to --photos-per-person of
+each one's other photos are uploaded to their event, and --strangers-per-event photos of people outside it
+(guests who are nobody's DNP there). Each worker runs `run_worker --drain` on its own copy of it all: the
+reference_process jobs, then one face_process per photo, through the real queue, database and storage.
 
 Then a viewer's look at each photo: a photo not published shows nothing; a published one shows the
-member when the middle of their face (the largest face of the upload, as the set labels it) in the public
+person when the middle of their face (the largest face of the upload, as the set labels it) in the public
 file's bytes is within VISIBLE_DIFFERENCE of the upload's there (the public file may be the upload itself).
-The table gives the members' faces left visible, overall and at a strong head turn, per worker.
+The table gives, per worker, the members' faces left visible, overall and at a strong head turn, and the
+strangers' faces blurred.
 
-Usage: python bench/dnp_visibility.py [SET_DIR] [--people N] [--photos-per-person M] [--baseline REV]
+Usage: python bench/dnp_visibility.py [SET_DIR] [--people N] [--photos-per-person M] [--dnp-per-event K]
+    [--strangers-per-event S] [--baseline REV]
 """
 
 import argparse
@@ -37,8 +41,10 @@ STRONG_TURN = 0.5
 class Upload:
     person: str
     path: Path
-    box: tuple  # the member's face: x1, y1, x2, y2 in pixels of the displayed upload
+    box: tuple  # the person's face: x1, y1, x2, y2 in pixels of the displayed upload
     head_turn: float
+    event: int  # the index of the event it is uploaded to
+    stranger: bool = False  # a guest who is nobody's DNP in that event
 
 
 def main() -> None:
@@ -46,6 +52,8 @@ def main() -> None:
     parser.add_argument("set_dir", nargs="?", type=Path, default=ROOT / "var" / "real-faces")
     parser.add_argument("--people", type=int, default=1000)
     parser.add_argument("--photos-per-person", type=int, default=12)
+    parser.add_argument("--dnp-per-event", type=int, default=1, help="DNP members in each event")
+    parser.add_argument("--strangers-per-event", type=int, default=0, help="photos of people outside each event")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     args = parser.parse_args()
     chosen = {}
@@ -58,18 +66,36 @@ def main() -> None:
 
 
 def choose(args) -> tuple[dict[str, Path], list[Upload]]:
-    """Each person's reference photo and the uploads of their event, read once with this tree's engine."""
+    """Each person's reference photo and the uploads of every event, read once with this tree's engine."""
     from faces.engines import resident_engine
     from faces.measurement.probes import read_set, references, spread
 
     probes = read_set(resident_engine(), args.set_dir)
     chosen = dict(list(references(probes).items())[: args.people])
+    people = list(chosen)
+    groups = [people[i : i + args.dnp_per_event] for i in range(0, len(people), args.dnp_per_event)]
+    groups = [group for group in groups if len(group) == args.dnp_per_event]
+    photos = {
+        person: [one for one in probes if one.person == person and one.image != chosen[person].image]
+        for person in people
+    }
     uploads = []
-    for person, reference in chosen.items():
-        others = [one for one in probes if one.person == person and one.image != reference.image]
-        for one in spread(others, args.photos_per_person):
-            uploads.append(Upload(person, one.image, tuple(float(v) for v in one.box), one.quality.head_turn or 0.0))
-    return {person: reference.image for person, reference in chosen.items()}, uploads
+    for event, group in enumerate(groups):
+        for person in group:
+            uploads += [_upload(one, event) for one in spread(photos[person], args.photos_per_person)]
+        others = [one for person in people if person not in group for one in photos[person]]
+        start = (event * 7919) % max(len(others), 1)  # each event its own strangers
+        uploads += [
+            _upload(one, event, stranger=True)
+            for one in spread(others[start:] + others[:start], args.strangers_per_event)
+        ]
+    members = {person: chosen[person].image for group in groups for person in group}
+    return members, uploads
+
+
+def _upload(one, event: int, *, stranger: bool = False) -> Upload:
+    box = tuple(float(v) for v in one.box)
+    return Upload(one.person, one.image, box, one.quality.head_turn or 0.0, event, stranger)
 
 
 def measure(tree: Path, uri: str, folder: Path, references: dict[str, Path], uploads: list[Upload]) -> dict:
@@ -86,19 +112,21 @@ def seed(references: dict[str, Path], uploads: list[Upload]) -> dict:
     """Events, DNP members, references and photos as the API makes them; every job sent. Photo id -> Upload."""
     from faces.models import Event, EventMember, Photo, SubjectReference
 
-    members = {}
+    events: dict[int, Event] = {}
+    for upload in uploads:
+        if upload.event not in events:
+            events[upload.event] = Event.objects.create(name=f"event {upload.event}")
     for person, image in references.items():
-        event = Event.objects.create(name=person)
+        event = events[next(upload.event for upload in uploads if upload.person == person and not upload.stranger)]
         user_id = uuid.uuid4()
         EventMember.objects.create(event=event, user_id=user_id, do_not_publish=True)
         reference = SubjectReference.objects.create(
             user_id=user_id, upload_key=_put(f"users/{user_id}/references/{uuid.uuid4()}.jpg", image), status="pending"
         )
         send({"job": "reference_process", "reference_id": str(reference.id)})
-        members[person] = event
     photos = {}
     for upload in uploads:
-        photo_id, event = uuid.uuid4(), members[upload.person]
+        photo_id, event = uuid.uuid4(), events[upload.event]
         key = _put(f"events/{event.id}/uploads/{photo_id}{upload.path.suffix}", upload.path)
         Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
         send({"job": "face_process", "photo_id": str(photo_id)})
@@ -137,22 +165,32 @@ def _put(key: str, path: Path) -> str:
 
 
 def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
-    turned = sum(1 for upload in uploads if upload.head_turn >= STRONG_TURN)
-    print(f"\n## A DNP guest left visible, end to end: {len(references)} events (one DNP member each, their most ")
-    print(f"frontal large photo as the reference), {len(uploads)} photos of them, {turned} at a head turn >= 0.5\n")
-    print("| worker | published | member's face visible | at a strong turn | ratio vs baseline | worker s |")
-    print("|---|---:|---:|---:|---:|---:|")
+    members = [upload for upload in uploads if not upload.stranger]
+    strangers = len(uploads) - len(members)
+    turned = sum(1 for upload in members if upload.head_turn >= STRONG_TURN)
+    events = len({upload.event for upload in uploads})
+    print(f"\n## End to end: {events} events of {len(references) // max(events, 1)} DNP members (each one's most ")
+    print(f"frontal large photo the reference), {len(members)} photos of them ({turned} at a head turn >= 0.5), ")
+    print(f"{strangers} photos of strangers\n")
+    print(
+        "| worker | published | member's face visible | at a strong turn | ratio vs baseline "
+        "| strangers' faces blurred | worker s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     base = None
     for name, result in results.items():
         seen = result["seen"]
-        visible = sum(1 for _, what in seen if what == "visible")
-        strong = sum(1 for upload, what in seen if what == "visible" and upload.head_turn >= STRONG_TURN)
+        own = [(upload, what) for upload, what in seen if not upload.stranger]
+        visible = sum(1 for _, what in own if what == "visible")
+        strong = sum(1 for upload, what in own if what == "visible" and upload.head_turn >= STRONG_TURN)
+        blurred = sum(1 for upload, what in seen if upload.stranger and what == "blurred")
         published = sum(1 for _, what in seen if what != "unpublished")
         base = visible if base is None else base
         ratio = f"{visible / base:.2f}" if base else "-"
         print(
-            f"| {name} | {published}/{len(seen)} | {visible}/{len(seen)} ({visible / max(len(seen), 1):.2%}) "
-            f"| {strong}/{turned} | {ratio} | {result['seconds']:.0f} |"
+            f"| {name} | {published}/{len(seen)} | {visible}/{len(own)} ({visible / max(len(own), 1):.2%}) "
+            f"| {strong}/{turned} | {ratio} | {blurred}/{strangers} ({blurred / max(strangers, 1):.2%}) "
+            f"| {result['seconds']:.0f} |"
         )
 
 

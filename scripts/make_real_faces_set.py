@@ -101,6 +101,18 @@ def _deepface(paths: list[str], source: Source) -> Iterator[tuple[str, str]]:
         yield from ((person, folder + name) for name in sorted(names))
 
 
+def _by_number_prefix(prefix: str) -> Callable:
+    """Files `prefix`NN_CONDITION.png: the person is NN (the Yale Face Database: 01_leftlight.png)."""
+
+    def people(paths: list[str], source: Source) -> Iterator[tuple[str, str]]:
+        for path in paths:
+            name = path[len(prefix) :]
+            if path.startswith(prefix) and "/" not in name and path.lower().endswith(IMAGE_SUFFIXES):
+                yield f"subject{name.split('_')[0]}", path
+
+    return people
+
+
 SOURCES = (
     Source(
         "lfw",
@@ -132,6 +144,15 @@ SOURCES = (
         _by_folder("examples/knn_examples/train/"),
     ),
     Source("goface", "Kagami/go-face-testdata", "96ccafa591055ef57286ffed1c3d7e39d17140b7", _by_file_stem("images/")),
+    # Grayscale studio photos of 15 people, each also lit by one lamp from the left and from the right: real
+    # low light on half the face, not a darkened copy (the Yale Face Database, in a public repository).
+    Source(
+        "yale",
+        "jessexuu/Twitter-Pride",
+        "e190945938d9de7f37d2063799c7547a8a32b2ae",
+        _by_number_prefix("analytics/faces_yale/original/"),
+        most=10,
+    ),
 )
 
 

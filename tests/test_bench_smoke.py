@@ -55,9 +55,19 @@ def test_turned_views(tiny_set):
 
 
 def test_dnp_visibility(tiny_set):
-    out = bench("bench/dnp_visibility.py", str(tiny_set), "--photos-per-person", "1", "--baseline", "HEAD")
-    assert "| baseline (HEAD) | 2/2 |" in out, "each event's one photo published"
-    assert "| this tree | 2/2 |" in out
+    out = bench(
+        "bench/dnp_visibility.py",
+        str(tiny_set),
+        "--photos-per-person",
+        "1",
+        "--strangers-per-event",
+        "1",
+        "--baseline",
+        "HEAD",
+    )
+    assert "| baseline (HEAD) | 4/4 |" in out, "each event's photo of its member and of a stranger published"
+    assert "| this tree | 4/4 |" in out
+    assert "2 photos of strangers" in out
 
 
 def test_job_cost():

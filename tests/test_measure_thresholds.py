@@ -110,3 +110,42 @@ def test_another_decision_is_read_from_its_fields():
     )
     with pytest.raises(CommandError, match="no field"):
         thresholds_of("match=0.4,bluur=0.3")
+
+
+@pytest.fixture(scope="module")
+def two_people(tmp_path_factory) -> tuple[str, str]:
+    """A new user's first try: two people, four photos (Yao Ming twice; Tom Hanks and the same photo shrunk)."""
+    root = tmp_path_factory.mktemp("two_people")
+    team = samples.read(samples.vectron_image("players.jpg"))
+    for person, photos in {
+        "yao_ming": [samples.crop_around(team, samples.yao_ming_box(resident_engine())), yao_photo()],
+        "tom_hanks": [samples.tom_hanks(), cv2.resize(samples.tom_hanks(), None, fx=0.6, fy=0.6)],
+    }.items():
+        (root / person).mkdir()
+        for i, image in enumerate(photos):
+            (root / person / f"{i}.jpg").write_bytes(samples.encode_jpeg(image, quality=95))
+    out, err = StringIO(), StringIO()
+    call_command("measure_thresholds", str(root), "--derived-per-person=1", stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def yao_photo() -> np.ndarray:
+    return samples.read(samples.vectron_image("yaoming.jpg"))
+
+
+def test_a_set_too_small_prints_its_tables_and_one_line_on_why_nothing_is_recommended(two_people):
+    report, progress = two_people
+    assert "people=2 photos=4" in report.splitlines()[0]
+    assert row(report, "all, as taken")[1] == "2", "each person's other photo is their own face"
+    assert row(report, "0.40"), "the ROC is printed"
+    assert "## Events with several DNP members" in report
+    nothing = [line for line in report.splitlines() if line.startswith("Recommended:")]
+    assert len(nothing) == 1 and nothing[0].startswith("Recommended: nothing: "), nothing
+    assert "stranger pairs" in nothing[0] or "no combination" in nothing[0]
+    assert "photos read: 4/4" in progress
+
+
+def test_events_of_several_dnp_members_and_several_references_are_reported(report):
+    assert row(report, "committed")[1] == "1", "one member: only events of one DNP member"
+    assert "(fewer members than 5)" in report
+    assert "## One reference per member, or 3" in report

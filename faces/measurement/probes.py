@@ -52,6 +52,7 @@ class Probe:
     embedding: np.ndarray
     quality: FaceQuality
     stranger: bool = False
+    light: float | None = None  # the face box's mean grey level (0-255) in the probed image: low light as taken
 
 
 @dataclass(frozen=True)
@@ -61,49 +62,83 @@ class Missed:
     condition: Condition
 
 
-def read_set(engine, directory: Path, *, min_face: float = 20.0, skipped=None) -> list[Probe]:
+def read_set(engine, directory: Path, *, min_face: float = 20.0, skipped=None, progress=None) -> list[Probe]:
     """One probe per photo of every person folder (its largest face); every face at least `min_face` px wide
-    of a group_ folder. `skipped(path, reason)` hears of photos that give no probe."""
+    of a group_ folder. `skipped(path, reason)` hears of photos that give no probe, `progress(done, total)` of
+    each photo read."""
     probes = []
-    for folder in sorted(path for path in directory.iterdir() if path.is_dir()):
-        for path in sorted(folder.iterdir()):
-            if path.suffix.lower() not in IMAGE_SUFFIXES:
-                continue
-            try:
-                image = Still(path.read_bytes()).image
-            except PermanentJobError as error:
-                _tell(skipped, path, str(error))
-                continue
-            found = engine.analyze(image)
-            if not found:
-                _tell(skipped, path, "no face")
-            elif folder.name.startswith(GROUP_PREFIX):
-                wide = [face for face in found if face.box[2] - face.box[0] >= min_face]
-                name = f"{folder.name}/{path.name}"
-                probes += [probe(f"{name}#{i}", path, AS_TAKEN, face, stranger=True) for i, face in enumerate(wide)]
-            else:
-                probes.append(probe(folder.name, path, AS_TAKEN, max(found, key=_area)))
+    photos = photo_paths(directory)
+    for done, path in enumerate(photos, start=1):
+        probes += read_photo(engine, path, min_face, skipped)
+        if progress is not None:
+            progress(done, len(photos))
     return probes
 
 
-def probe(person: str, image: Path, condition: Condition, face, *, stranger: bool = False) -> Probe:
+def photo_paths(directory: Path) -> list[Path]:
+    """Every photo of every folder of `directory`, in name order."""
+    folders = sorted(path for path in directory.iterdir() if path.is_dir())
+    return [path for folder in folders for path in sorted(folder.iterdir()) if path.suffix.lower() in IMAGE_SUFFIXES]
+
+
+def read_photo(engine, path: Path, min_face: float, skipped) -> list[Probe]:
+    """A person's photo gives its largest face; a group_ photo every face at least `min_face` px wide."""
+    try:
+        image = Still(path.read_bytes()).image
+    except PermanentJobError as error:
+        _tell(skipped, path, str(error))
+        return []
+    found = engine.analyze(image)
+    if not found:
+        _tell(skipped, path, "no face")
+        return []
+    folder = path.parent.name
+    if not folder.startswith(GROUP_PREFIX):
+        return [probe(folder, path, AS_TAKEN, max(found, key=_area), image)]
+    wide = [face for face in found if face.box[2] - face.box[0] >= min_face]
+    return [
+        probe(f"{folder}/{path.name}#{i}", path, AS_TAKEN, face, image, stranger=True) for i, face in enumerate(wide)
+    ]
+
+
+def probe(person: str, image: Path, condition: Condition, face, pixels: np.ndarray, *, stranger: bool = False) -> Probe:
     quality = FaceQuality.of_detected(face)
-    return Probe(person, image, condition, face.box, face.score, face.embedding, quality, stranger)
+    light = face_light(pixels, face.box)
+    return Probe(person, image, condition, face.box, face.score, face.embedding, quality, stranger, light)
+
+
+def face_light(pixels: np.ndarray, box) -> float | None:
+    """The mean grey level of the face's box (clipped to the picture); None when nothing of it is inside."""
+    height, width = pixels.shape[:2]
+    x1, y1, x2, y2 = (round(float(v)) for v in box)
+    crop = pixels[max(0, y1) : min(height, y2), max(0, x1) : min(width, x2)]
+    if crop.size == 0:
+        return None
+    grey = crop if crop.ndim == 2 else cv2.cvtColor(crop, cv2.COLOR_BGR2GRAY)
+    return float(grey.mean())
 
 
 def references(probes: list[Probe]) -> dict[str, Probe]:
     """Each person's most frontal large photo (people with two photos or more; strangers have none)."""
+    return {person: chosen[0] for person, chosen in reference_sets(probes, 1).items()}
+
+
+def reference_sets(probes: list[Probe], count: int) -> dict[str, list[Probe]]:
+    """Each person's `count` most frontal large photos, as a member who gave `count` selfies (people with at
+    least one photo more, so that a face of theirs is left to find)."""
     by_person: dict[str, list[Probe]] = {}
     for one in probes:
         if not one.stranger and one.condition == AS_TAKEN:
             by_person.setdefault(one.person, []).append(one)
     chosen = {}
     for person, photos in sorted(by_person.items()):
-        if len(photos) < 2:
+        if len(photos) <= count:
             continue
         median = float(np.median([one.quality.width_px for one in photos]))
         large = [one for one in photos if one.quality.width_px >= median]
-        chosen[person] = min(large, key=lambda one: (one.quality.head_turn or 0.0, -one.quality.width_px))
+        if len(large) < count:
+            large = sorted(photos, key=lambda one: -one.quality.width_px)[:count]
+        chosen[person] = sorted(large, key=lambda one: (one.quality.head_turn or 0.0, -one.quality.width_px))[:count]
     return chosen
 
 
@@ -145,7 +180,7 @@ def seen_in(engine, pixels: np.ndarray, one: Probe, condition: Condition) -> Pro
     overlap, face = max(found, key=lambda pair: pair[0], default=(0.0, None))
     if overlap < MIN_IOU:
         return Missed(one.person, one.image, condition)
-    return probe(one.person, one.image, condition, face)
+    return probe(one.person, one.image, condition, face, shown)
 
 
 def darkened(

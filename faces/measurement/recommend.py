@@ -4,12 +4,16 @@
   that leaves the fewest of the members' own faces visible while the strangers' faces blurred stay within
   BUDGETS per member on average, faces at least 32 px wide and smaller ones each within their own (ties:
   fewer strangers blurred, then the higher thresholds). The viewer's number is the first; the second is
-  what a false blur costs the people beside a DNP guest.
+  what a false blur costs the people beside a DNP guest, and it adds up over an event's DNP members, so the
+  budget is set for an event with several (faces/measurement/events.py).
 - `match`: above every stranger pair of the measurement by MATCH_MARGIN, rounded up to MATCH_STEP (a match
   names a person: it must not name a stranger); `cluster` one MATCH_STEP stricter.
 
 `two_fold` checks that the rule does not merely fit the set: it chooses on half the people and reports
 what the choice does on the other half (the halves fixed by the people's names).
+
+A set that cannot carry a recommendation (too few strangers to price a blur, or no combination within the
+budgets) gets none: `NoRecommendation` says why in one line, and the command prints its tables all the same.
 """
 
 import itertools
@@ -24,7 +28,9 @@ from faces.thresholds import Thresholds
 
 # The mean share of strangers' faces blurred per member that a recommendation may cost: faces at least 32 px
 # wide, and smaller ones (a small face is a stranger at the back of a group shot; it keeps less of a face).
-BUDGETS = {"large": 0.025, "small": 0.10}
+# The price adds up over an event's DNP members: at 1 % each, an event with five blurs about 5 % of everyone
+# else (measure_thresholds' events table). It was 2.5 %: 11 % of strangers blurred in an event of five.
+BUDGETS = {"large": 0.01, "small": 0.10}
 MATCH_MARGIN = 0.025
 MATCH_STEP = 0.05
 
@@ -41,24 +47,37 @@ class Grid:
 GRID = Grid()
 
 
+class NoRecommendation(ValueError):
+    """The set cannot carry a recommendation; the message says why, in one line."""
+
+
 def recommend(pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None) -> tuple[Thresholds, Verdict]:
-    """The recommended thresholds and what they do on `pairs`."""
+    """The recommended thresholds and what they do on `pairs`; NoRecommendation when there are none."""
     budgets = budgets or BUDGETS
     match = _match(pairs)
-    best = None
+    if match < min(grid.blurs):
+        raise NoRecommendation(
+            f"match would be {match:.2f} (the highest of {int(pairs.stranger.sum())} stranger pairs is "
+            f"{_highest_stranger(pairs):.3f}), under every blur threshold of the grid: too few strangers to measure"
+        )
+    best, least = None, None
     for unsure, weak, turned in itertools.product(grid.unsure_norms, grid.weak_norms, grid.turned_faces):
         split = _Split(pairs, Thresholds(match, None, None, None, 32, turned, weak, unsure))
         for blur, poor_blur in itertools.product(grid.blurs, grid.poor_blurs):
             if poor_blur > blur or blur > match:
                 continue
             visible, shares = split.outcome(blur, poor_blur)
+            least = shares["large"] if least is None else min(least, shares["large"])
             if any(shares[size] > budget for size, budget in budgets.items()):
                 continue
             key = (visible, shares["large"], shares["small"], -blur, -poor_blur, unsure, -weak, -turned)
             if best is None or key < best[0]:
                 best = (key, (blur, poor_blur, turned, weak, unsure))
     if best is None:
-        raise ValueError(f"no combination keeps strangers blurred within {budgets} per member")
+        raise NoRecommendation(
+            f"no combination of the grid keeps strangers blurred within {_budgets_text(budgets)} per member "
+            f"(the least any combination blurs of faces from 32 px: {least:.1%} per member)"
+        )
     blur, poor_blur, turned, weak, unsure = best[1]
     chosen = Thresholds(match, blur, round(match + MATCH_STEP, 2), poor_blur, 32, turned, weak, unsure)
     return chosen, verdict(pairs, chosen)
@@ -117,11 +136,21 @@ def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]
         return None
     results = []
     for chosen_on, tried_on in (halves, halves[::-1]):
-        limits, _ = recommend(pairs.within(chosen_on), grid)
+        limits, _ = recommend(pairs.within(chosen_on), grid)  # NoRecommendation: the caller says why
         results.append((limits, verdict(pairs.within(tried_on), limits)))
     return results
 
 
 def _match(pairs: Pairs) -> float:
-    highest = float(pairs.similarity[pairs.stranger].max())
+    if not pairs.stranger.any():
+        raise NoRecommendation("no stranger pair: nothing to price a blur against (add people or group_ photos)")
+    highest = _highest_stranger(pairs)
     return round(math.ceil(round((highest + MATCH_MARGIN) / MATCH_STEP, 6)) * MATCH_STEP, 2)
+
+
+def _highest_stranger(pairs: Pairs) -> float:
+    return float(pairs.similarity[pairs.stranger].max())
+
+
+def _budgets_text(budgets: dict) -> str:
+    return f"{budgets['large']:.1%} (faces from 32 px) and {budgets['small']:.1%} (smaller)"

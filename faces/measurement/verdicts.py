@@ -27,21 +27,34 @@ class Pairs:
     stranger: np.ndarray  # (P, M) bool: the probe is someone else
 
     @classmethod
-    def of(cls, probes: list[Probe], references: dict[str, Probe]) -> "Pairs":
+    def of(cls, probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> "Pairs":
+        """Every probe against every member; a member with several references is matched as the worker matches
+        one (faces/matching.py): the best similarity over them."""
         members = sorted(references)
+        chosen = {member: _listed(references[member]) for member in members}
         embeddings = np.array([one.embedding for one in probes], dtype=np.float32).reshape(-1, 512)
-        chosen = np.array([references[member].embedding for member in members], dtype=np.float32).reshape(-1, 512)
+        similarity = np.full((len(probes), len(members)), -1.0, dtype=np.float32)
+        for column, member in enumerate(members):
+            own = np.array([one.embedding for one in chosen[member]], dtype=np.float32).reshape(-1, 512)
+            similarity[:, column] = (embeddings @ own.T).max(axis=1)
         person = np.array([one.person for one in probes])[:, None]
         same = person == np.array(members)[None, :]
-        is_reference = np.array(
-            [[one.image == references[member].image for member in members] for one in probes], dtype=bool
-        ).reshape(len(probes), len(members))
-        return cls(probes, members, embeddings @ chosen.T, same & ~is_reference, ~same)
+        images = [{one.image for one in chosen[member]} for member in members]
+        is_reference = np.array([[one.image in own for own in images] for one in probes], dtype=bool).reshape(
+            len(probes), len(members)
+        )
+        return cls(probes, members, similarity, same & ~is_reference, ~same)
 
     def subset(self, rows: np.ndarray) -> "Pairs":
         """The pairs of the probes `rows` selects (a bool mask over the probes)."""
         probes = [one for one, keep in zip(self.probes, rows, strict=True) if keep]
         return Pairs(probes, self.members, self.similarity[rows], self.genuine[rows], self.stranger[rows])
+
+    def leaving_out(self, images: set) -> "Pairs":
+        """The pairs with no photo of `images` counted as a member's own face (every reference photo of a
+        comparison, so that one and several references are tried on the same faces)."""
+        kept = np.array([one.image not in images for one in self.probes], dtype=bool)
+        return Pairs(self.probes, self.members, self.similarity, self.genuine & kept[:, None], self.stranger)
 
     def within(self, people: set[str]) -> "Pairs":
         """The pairs among `people` alone (group_ strangers stay): for thresholds chosen on some people and
@@ -103,6 +116,10 @@ def verdict_of(pairs: Pairs, blur: np.ndarray) -> Verdict:
     counts = pairs.stranger.sum(axis=0)
     shares = (pairs.stranger & blur).sum(axis=0) / np.maximum(counts, 1)
     return Verdict(visible, int(pairs.genuine.sum()), shares[counts > 0])
+
+
+def _listed(references: "Probe | list[Probe]") -> list[Probe]:
+    return references if isinstance(references, list) else [references]
 
 
 def _or(value, default):

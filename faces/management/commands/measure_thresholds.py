@@ -7,10 +7,13 @@ face, seen as a job sees an upload; each person's most frontal large photo is th
 member's selfie would be; then every person is the DNP member in turn (faces/measurement/).
 
 It prints, for the committed thresholds and for the ones the written rule recommends: per condition (face
-width, head turn, detector score, embedding norm, and the same faces shrunk, blurred and re-encoded, or
-darkened) the share of the members' own faces left visible and the share of strangers' faces blurred; the
-ROC between them at flat thresholds; the recommended `Thresholds` line and a two-fold check of the rule.
-Nothing is written anywhere. docs/ARCHITECTURE.md §6 and docs/MEASUREMENTS.md cite the output.
+width, head turn, detector score, embedding norm, the face's light, and the same faces shrunk, blurred and
+re-encoded, or darkened) the share of the members' own faces left visible and the share of strangers' faces
+blurred; the ROC between them at flat thresholds; per member the mean and worst share of strangers blurred;
+events with 1, 5 and 20 DNP members (strangers blurred per event, by condition too); one reference per
+member against three; the recommended `Thresholds` line and a two-fold check of the rule. A set too small
+to recommend from gets its tables and one line saying why there is no recommendation. Progress goes to
+stderr. Nothing is written anywhere. docs/ARCHITECTURE.md §6 and docs/MEASUREMENTS.md cite the output.
 """
 
 import itertools
@@ -21,8 +24,18 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from faces.engines import resident_engine
-from faces.measurement.probes import AS_TAKEN, Condition, Missed, Probe, derived_probes, read_set, references
-from faces.measurement.recommend import BUDGETS, recommend, two_fold
+from faces.measurement.events import EVENTS, events_of
+from faces.measurement.probes import (
+    AS_TAKEN,
+    Condition,
+    Missed,
+    Probe,
+    derived_probes,
+    read_set,
+    reference_sets,
+    references,
+)
+from faces.measurement.recommend import BUDGETS, NoRecommendation, recommend, two_fold
 from faces.measurement.verdicts import Pairs, blurred, verdict
 from faces.thresholds import Thresholds, for_engine
 
@@ -35,6 +48,9 @@ DERIVED = (
 )
 ROC_THRESHOLDS = (0.05, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
 STRONG_TURN = 0.5
+EVENT_SIZES = (1, 5, 20)  # DNP members per event: a guest who asked, a wedding with five, a school
+SEVERAL_REFERENCES = 3
+PROGRESS_EVERY = 100  # photos between two progress lines
 
 
 class Command(BaseCommand):
@@ -58,24 +74,43 @@ class Command(BaseCommand):
         if sum(1 for path in directory.iterdir() if path.is_dir()) < 2:
             raise CommandError(f"{directory} must hold at least two person folders")
         engine, started = resident_engine(), time.monotonic()
-        probes = read_set(engine, directory, min_face=min_face, skipped=self._skipped)
+        probes = read_set(engine, directory, min_face=min_face, skipped=self._skipped, progress=self._progress)
         chosen = references(probes)
         if not chosen:
             raise CommandError("no person has two usable photos: nobody can be a DNP member with a reference")
-        seen = list(derived_probes(engine, probes, list(DERIVED), derived_per_person))
+        seen = self._derived(engine, probes, derived_per_person)
         derived = [one for one in seen if isinstance(one, Probe)]
         pairs = Pairs.of(probes + derived, chosen)
         self._header(engine.name, probes, chosen, seen, pairs, time.monotonic() - started)
-        recommended, _ = recommend(pairs)
-        decisions = {"committed": for_engine(engine.name), "recommended": recommended}
+        decisions = {"committed": for_engine(engine.name)}
+        try:
+            recommended = recommend(pairs)[0]
+            decisions["recommended"] = recommended
+        except NoRecommendation as why:
+            recommended = why
         decisions |= {"also": also} if also else {}
+        decisions = {name: limits for name, limits in decisions.items() if limits.measured}
         self._roc(pairs)
         self._conditions(pairs, seen, decisions)
         self._members(pairs, decisions)
+        self._events(pairs, decisions)
+        self._several_references(probes + derived, decisions)
         self._recommendation(pairs, recommended)
 
     def _skipped(self, path: Path, reason: str) -> None:
         self.stderr.write(f"skipped {path}: {reason}")
+
+    def _progress(self, done: int, total: int) -> None:
+        if done % PROGRESS_EVERY == 0 or done == total:
+            self.stderr.write(f"photos read: {done}/{total}")
+
+    def _derived(self, engine, probes: list[Probe], per_person: int) -> list:
+        seen = []
+        for one in derived_probes(engine, probes, list(DERIVED), per_person):
+            seen.append(one)
+            if len(seen) % PROGRESS_EVERY == 0:
+                self.stderr.write(f"derived faces seen: {len(seen)}")
+        return seen
 
     def _header(self, engine: str, probes, chosen, seen, pairs: Pairs, seconds: float) -> None:
         people = {one.person for one in probes if not one.stranger}
@@ -165,7 +200,76 @@ class Command(BaseCommand):
                 f"| {found.strangers_worst:.2%} ({worst}) |"
             )
 
-    def _recommendation(self, pairs: Pairs, recommended: Thresholds) -> None:
+    def _events(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
+        """Strangers' faces as taken (a derived copy is the same stranger again) blurred per event, and the DNP
+        members' own faces left visible, in events of each size; then by condition."""
+        as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
+        self.stdout.write(
+            f"\n## Events with several DNP members\n\n{EVENTS} events of each size drawn from the members "
+            "(seeded); strangers' faces as taken blurred per event, and the DNP members' own faces left visible."
+            "\n\n| decision | DNP members | strangers blurred per event: mean | worst | own faces visible |"
+            "\n|---|---:|---:|---:|---:|"
+        )
+        outcomes = {name: blurred(pairs, limits) for name, limits in decisions.items()}
+        for name, blur in outcomes.items():
+            for size in EVENT_SIZES:
+                found = events_of(pairs, blur, size, as_taken)
+                if found is None:
+                    self.stdout.write(f"| {name} | {size} | (fewer members than {size}) | - | - |")
+                    continue
+                self.stdout.write(
+                    f"| {name} | {size} | {found.mean:.2%} | {found.worst:.2%} "
+                    f"| {found.visible}/{found.faces} ({found.visible_share:.2%}) |"
+                )
+        self._events_by_condition(pairs, outcomes)
+
+    def _events_by_condition(self, pairs: Pairs, outcomes: dict[str, np.ndarray]) -> None:
+        sizes = [size for size in EVENT_SIZES if size <= len(pairs.members)]
+        columns = [(name, size) for name in outcomes for size in sizes]
+        self.stdout.write(
+            "\nStrangers' faces blurred per event, mean, by condition:\n\n| condition | "
+            + " | ".join(f"{name}, {size} DNP" for name, size in columns)
+            + " |\n|---|"
+            + "---:|" * len(columns)
+        )
+        for label, rows in conditions(pairs):
+            cells = []
+            for name, size in columns:
+                found = events_of(pairs, outcomes[name], size, rows)
+                cells.append(f"{found.mean:.2%}" if found.strangers_blurred.size else "-")
+            self.stdout.write(f"| {label} | " + " | ".join(cells) + " |")
+
+    def _several_references(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
+        """The same people, once with one reference each and once with three (the worker takes a member's best
+        similarity over their references); none of the three photos counts as their own face in either."""
+        several = reference_sets(probes, SEVERAL_REFERENCES)
+        self.stdout.write(
+            f"\n## One reference per member, or {SEVERAL_REFERENCES}\n\n{len(several)} people with more than "
+            f"{SEVERAL_REFERENCES} photos as taken.\n\n| decision | references | own faces visible "
+            "| strangers blurred per member: mean | worst | strangers blurred, events of 5 |"
+            "\n|---|---:|---:|---:|---:|---:|"
+        )
+        if not several:
+            self.stdout.write(f"(nobody has more than {SEVERAL_REFERENCES} photos)")
+            return
+        kept = {person: chosen[0] for person, chosen in several.items()}
+        unseen = {one.image for chosen in several.values() for one in chosen}
+        for count, chosen in ((1, kept), (SEVERAL_REFERENCES, several)):
+            pairs = Pairs.of(probes, chosen).leaving_out(unseen)
+            as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
+            for name, limits in decisions.items():
+                blur = blurred(pairs, limits)
+                found, events = verdict(pairs, limits), events_of(pairs, blur, 5, as_taken)
+                five = f"{events.mean:.2%}" if events is not None else "-"
+                self.stdout.write(
+                    f"| {name} | {count} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
+                    f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {five} |"
+                )
+
+    def _recommendation(self, pairs: Pairs, recommended: Thresholds | NoRecommendation) -> None:
+        if isinstance(recommended, NoRecommendation):
+            self.stdout.write(f"\nRecommended: nothing: {recommended}")
+            return
         self.stdout.write(f"\nRecommended: {thresholds_line(recommended)}")
         self.stdout.write(
             f"rule: faces/measurement/recommend.py: the fewest own faces visible with strangers blurred <= "
@@ -176,7 +280,11 @@ class Command(BaseCommand):
             "\n## Two-fold check\n\n| chosen on one half, tried on the other | own faces visible "
             "| strangers blurred per member: mean | worst |\n|---|---:|---:|---:|"
         )
-        checked = two_fold(pairs)
+        try:
+            checked = two_fold(pairs)
+        except NoRecommendation as why:
+            self.stdout.write(f"(a half recommends nothing: {why})")
+            return
         if checked is None:
             self.stdout.write("(too few people: a half has no member)")
         for limits, found in checked or []:
@@ -193,11 +301,13 @@ def conditions(pairs: Pairs) -> list[tuple[str, np.ndarray]]:
     width = np.array([one.quality.width_px for one in probes], dtype=np.float32)
     norm = np.array([_or(one.quality.embedding_norm, np.nan) for one in probes], dtype=np.float32)
     score = np.array([one.score for one in probes], dtype=np.float32)
+    light = np.array([_or(one.light, np.nan) for one in probes], dtype=np.float32)
     rows = [("all, as taken", as_taken)]
     rows += _buckets("face width, px", width, (32, 64, 128), as_taken)
     rows += _buckets("head turn", pairs.head_turn, (0.2, 0.35, 0.5), as_taken)
     rows += _buckets("detector score", score, (0.7, 0.8), as_taken)
     rows += _buckets("embedding norm", norm, (17, 20, 23), as_taken)
+    rows += _buckets("face light (grey level)", light, (60, 100), as_taken)
     rows += [
         (f"shown as {condition.label}", np.array([one.condition == condition for one in probes]))
         for condition in DERIVED

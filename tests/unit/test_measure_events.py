@@ -1,0 +1,74 @@
+"""What the measurement makes of events with several DNP members and of members with several references
+(faces/measurement/events.py, verdicts.Pairs): similarities given, not computed from photos."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from faces.measurement.events import events_of
+from faces.measurement.probes import AS_TAKEN, Probe
+from faces.measurement.recommend import NoRecommendation, recommend
+from faces.measurement.verdicts import Pairs
+from faces.thresholds import FaceQuality
+
+
+def probe(person: str, image: str, embedding) -> Probe:
+    vector = np.zeros(512, dtype=np.float32)
+    vector[: len(embedding)] = embedding
+    return Probe(person, Path(image), AS_TAKEN, np.zeros(4), 0.9, vector, FaceQuality(100.0, 0.0, 24.0))
+
+
+def test_strangers_blurred_add_up_over_an_events_dnp_members():
+    """Stranger s0 reaches member a, s1 reaches b: an event with a alone blurs one stranger in two (of those
+    who are not a), with a and b both of them."""
+    members = ["a", "b"]
+    probes = [probe("s0", "s0", [1]), probe("s1", "s1", [1]), probe("a", "a2", [1]), probe("b", "b2", [1])]
+    similarity = np.array([[0.5, 0.0], [0.0, 0.5], [0.9, 0.0], [0.0, 0.1]], dtype=np.float32)
+    person = np.array([one.person for one in probes])[:, None]
+    same = person == np.array(members)[None, :]
+    pairs = Pairs(probes, members, similarity, same, ~same)
+    blurred = similarity >= 0.3
+    one = events_of(pairs, blurred, 1)
+    assert set(np.round(one.strangers_blurred, 3)) == {round(1 / 3, 3)}, "s0 or s1, of s0, s1 and the other member"
+    both = events_of(pairs, blurred, 2)
+    assert both.mean == 1.0, "s0 and s1 are both blurred with a and b in the event"
+    assert both.visible == 1 * len(both.strangers_blurred), "b's own face (0.1) is left visible in every event"
+    assert events_of(pairs, blurred, 3) is None, "no event of three from two members"
+
+
+def test_a_member_with_several_references_is_matched_at_their_best_and_none_is_their_own_face():
+    references = [probe("a", "a1", [1, 0]), probe("a", "a2", [0, 1])]
+    probes = [*references, probe("a", "a3", [0.6, 0.8]), probe("s", "s", [0.8, -0.6])]
+    pairs = Pairs.of(probes, {"a": references})
+    assert pairs.similarity[:, 0] == pytest.approx([1.0, 1.0, 0.8, 0.8])
+    assert pairs.genuine[:, 0].tolist() == [False, False, True, False]
+    assert pairs.stranger[:, 0].tolist() == [False, False, False, True]
+    assert not pairs.leaving_out({Path("a3")}).genuine.any()
+
+
+def test_no_recommendation_says_why():
+    members = ["a"]
+    own = [probe("a", "a1", [1]), probe("a", "a2", [1])]
+    similarity = np.array([[0.9], [0.8]], dtype=np.float32)
+    no_strangers = Pairs(own, members, similarity, np.array([[False], [True]]), np.array([[False], [False]]))
+    with pytest.raises(NoRecommendation, match="no stranger pair"):
+        recommend(no_strangers)
+    few = Pairs(
+        [*own, probe("s", "s", [1])],
+        members,
+        np.array([[0.9], [0.8], [0.02]], dtype=np.float32),
+        np.array([[False], [True], [False]]),
+        np.array([[False], [False], [True]]),
+    )
+    with pytest.raises(NoRecommendation, match="under every blur threshold of the grid"):
+        recommend(few)
+    lookalikes = Pairs(
+        [*own, probe("s", "s", [1])],
+        members,
+        np.array([[0.9], [0.8], [0.5]], dtype=np.float32),
+        np.array([[False], [True], [False]]),
+        np.array([[False], [False], [True]]),
+    )
+    with pytest.raises(NoRecommendation, match="no combination of the grid keeps strangers blurred within"):
+        recommend(lookalikes)
