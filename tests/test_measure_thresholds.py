@@ -140,12 +140,16 @@ def test_a_set_too_small_prints_its_tables_and_one_line_on_why_nothing_is_recomm
     assert row(report, "0.40"), "the ROC is printed"
     assert "## Events with several DNP members" in report
     nothing = [line for line in report.splitlines() if line.startswith("Recommended:")]
-    assert len(nothing) == 1 and nothing[0].startswith("Recommended: nothing: "), nothing
+    assert len(nothing) == 1, nothing
+    assert nothing[0].startswith("Recommended: nothing: "), nothing
     assert "stranger pairs" in nothing[0] or "no combination" in nothing[0]
     assert "photos read: 4/4" in progress
 
 
 def test_events_of_several_dnp_members_and_several_references_are_reported(report):
-    assert row(report, "committed")[1] == "1", "one member: only events of one DNP member"
-    assert "(fewer members than 5)" in report
+    events = report[report.index("## Events with several DNP members") :]
+    one = row(events, "committed")
+    assert one[1] == "1", "one member: an event of one DNP member is measured"
+    assert one[2].endswith("%")
+    assert "| committed | 5 | (fewer members than 5) |" in events
     assert "## One reference per member, or 3" in report

@@ -199,6 +199,8 @@ def spread(items: list, most: int) -> list:
     """At most `most` of `items`, evenly spaced, in order."""
     if len(items) <= most:
         return items
+    if most < 2:
+        return items[: max(most, 0)]
     return [items[round(i * (len(items) - 1) / (most - 1))] for i in range(most)]
 
 

@@ -72,3 +72,27 @@ def test_no_recommendation_says_why():
     )
     with pytest.raises(NoRecommendation, match="no combination of the grid keeps strangers blurred within"):
         recommend(lookalikes)
+
+
+def test_z_norm_takes_out_how_easily_strangers_reach_a_reference():
+    """Every stranger's face leans towards member a's reference: raw, a's strangers score higher than b's; Z-norm
+    (each half's pairs against a cohort of the other half's faces) puts both references' strangers near 0."""
+    from faces.measurement.calibration import normalised
+
+    rng = np.random.default_rng(0)
+    a, b = np.eye(512, dtype=np.float32)[0], np.eye(512, dtype=np.float32)[1]
+    references = {"a": probe("a", "a0", a), "b": probe("b", "b0", b)}
+    strangers = []
+    for i in range(200):
+        vector = rng.normal(size=512).astype(np.float32)
+        vector /= np.linalg.norm(vector)
+        vector = 0.3 * a + vector
+        strangers.append(probe(f"s{i}", f"s{i}", vector / np.linalg.norm(vector)))
+    pairs = Pairs.of(strangers, references)
+    raw = pairs.similarity
+    assert raw[:, 0].mean() - raw[:, 1].mean() > 0.2, "a's strangers reach a"
+    scores, within = normalised(pairs, references)
+    for column in range(2):
+        scored = scores["Z-norm"][within[:, column], column]
+        assert len(scored) > 50
+        assert abs(scored.mean()) < 0.25, "after Z-norm a stranger sits near the cohort's mean, for a as for b"

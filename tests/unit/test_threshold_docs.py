@@ -77,7 +77,7 @@ def test_the_rule_lowers_the_threshold_where_members_are_seen_poorly_within_the_
     ]
     # Strangers (a group of people who are neither): few of them are seen poorly and none come close, but one
     # who looks like B (which puts match at 0.40).
-    rows += [(probe(f"s{i}", f"s{i}.jpg", turn=0.6 if i < 2 else 0.0), [0.05, 0.04]) for i in range(40)]
+    rows += [(probe(f"s{i}", f"s{i}.jpg", turn=0.6 if i < 2 else 0.0), [0.05, 0.04]) for i in range(120)]
     rows.append((probe("lookalike", "l.jpg"), [0.05, 0.35]))
     chosen, found = recommend(pairs_of(rows, ["a", "b"]), SMALL_GRID)
     assert found.visible == 0, "both poorly seen faces are blurred"
@@ -100,6 +100,6 @@ def test_the_rule_leaves_a_face_visible_rather_than_blur_strangers_past_the_budg
 
 def test_match_sits_above_every_stranger_pair():
     rows = [(probe("a", "a1.jpg"), [0.9]), (probe("a", "a2.jpg"), [0.8]), (probe("s", "s.jpg"), [0.373])]
-    rows += [(probe(f"s{i}", f"s{i}.jpg"), [0.0]) for i in range(60)]
+    rows += [(probe(f"s{i}", f"s{i}.jpg"), [0.0]) for i in range(120)]
     chosen, _ = recommend(pairs_of(rows, ["a"]), SMALL_GRID)
     assert chosen.match == 0.40  # 0.373 + 0.025, up to a step of 0.05

@@ -24,6 +24,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from faces.engines import resident_engine
+from faces.measurement.calibration import compared
 from faces.measurement.events import EVENTS, events_of
 from faces.measurement.probes import (
     AS_TAKEN,
@@ -50,6 +51,7 @@ ROC_THRESHOLDS = (0.05, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
 STRONG_TURN = 0.5
 EVENT_SIZES = (1, 5, 20)  # DNP members per event: a guest who asked, a wedding with five, a school
 SEVERAL_REFERENCES = 3
+CALIBRATION_VISIBLE = (0.01, 0.02)  # shares of own faces left visible at which the scores are compared
 PROGRESS_EVERY = 100  # photos between two progress lines
 
 
@@ -95,6 +97,7 @@ class Command(BaseCommand):
         self._members(pairs, decisions)
         self._events(pairs, decisions)
         self._several_references(probes + derived, decisions)
+        self._calibrations(pairs, chosen)
         self._recommendation(pairs, recommended)
 
     def _skipped(self, path: Path, reason: str) -> None:
@@ -265,6 +268,18 @@ class Command(BaseCommand):
                     f"| {name} | {count} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
                     f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {five} |"
                 )
+
+    def _calibrations(self, pairs: Pairs, chosen: dict[str, Probe]) -> None:
+        self.stdout.write(
+            "\n## Scores normalised by a cohort of strangers\n\nTwo-fold: each half of the people normalised by "
+            "the other half's faces as taken (faces/measurement/calibration.py); a flat threshold on each score, "
+            "at the same share of own faces left visible.\n\n| score | own faces visible "
+            "| strangers blurred per member: mean | worst |\n|---|---:|---:|---:|"
+        )
+        for found in compared(pairs, chosen, CALIBRATION_VISIBLE):
+            self.stdout.write(
+                f"| {found.kind} | {found.visible:.2%} | {found.strangers_mean:.2%} | {found.strangers_worst:.2%} |"
+            )
 
     def _recommendation(self, pairs: Pairs, recommended: Thresholds | NoRecommendation) -> None:
         if isinstance(recommended, NoRecommendation):
