@@ -105,7 +105,20 @@ def measure(tree: Path, uri: str, folder: Path, references: dict[str, Path], upl
     drain(tree, worker_env(uri, folder), folder / f"worker-{uuid.uuid4().hex[:6]}.log")
     seconds = time.monotonic() - started
     seen = [shown(photo_id, upload) for photo_id, upload in photos.items()]
-    return {"seen": seen, "seconds": seconds}
+    return {"seen": seen, "seconds": seconds, "fail_closed": fail_closed_uploads(photos)}
+
+
+def fail_closed_uploads(photos: dict) -> set:
+    """The uploads in events with a DNP member whose reference never became ready (many faces, none, too poor): the
+    worker cannot tell that member from anyone, so it blurs every face there until a usable selfie comes."""
+    from faces.models import EventMember, Photo, SubjectReference
+
+    ready = set(SubjectReference.objects.filter(status="ready").values_list("user_id", flat=True))
+    unready = {
+        event for event, user in EventMember.objects.dnp().values_list("event_id", "user_id") if user not in ready
+    }
+    in_them = set(Photo.objects.filter(event_id__in=unready).values_list("id", flat=True))
+    return {upload for photo_id, upload in photos.items() if photo_id in in_them}
 
 
 def seed(references: dict[str, Path], uploads: list[Upload]) -> dict:
@@ -177,6 +190,7 @@ def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
         "| strangers' faces blurred | worker s |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
+    rows = []
     base = None
     for name, result in results.items():
         seen = result["seen"]
@@ -192,6 +206,22 @@ def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
             f"| {strong}/{turned} | {ratio} | {blurred}/{strangers} ({blurred / max(strangers, 1):.2%}) "
             f"| {result['seconds']:.0f} |"
         )
+        rows.append((name, seen, result["fail_closed"]))
+    print_fail_closed(rows)
+
+
+def print_fail_closed(rows: list) -> None:
+    """Strangers' faces blurred apart in events whose every DNP member has a ready reference, and in the others."""
+    print("\n| worker | events with a DNP member whose reference is not ready | strangers blurred there | elsewhere |")
+    print("|---|---:|---:|---:|")
+    for name, seen, fail_closed in rows:
+        events = len({upload.event for upload in fail_closed})
+        parts = []
+        for inside in (True, False):
+            part = [what for upload, what in seen if upload.stranger and (upload in fail_closed) == inside]
+            blurred = sum(1 for what in part if what == "blurred")
+            parts.append(f"{blurred}/{len(part)} ({blurred / max(len(part), 1):.2%})")
+        print(f"| {name} | {events} | {parts[0]} | {parts[1]} |")
 
 
 if __name__ == "__main__":
