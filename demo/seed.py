@@ -24,8 +24,8 @@ from momentlens.devservices import samples
 
 GROUP_PHOTO = "players.jpg"
 # Measured with buffalo_s: yaoming.jpg reaches 0.63 on Yao Ming's face in players.jpg and at most 0.16 on
-# any other player's (blur 0.17 for faces seen well: every player's is); the crowd's faces, under 32 px and
-# many seen too poorly to judge, are blurred from 0.11 or unsure: about 40 of them are, fail-closed.
+# any other player's (blur 0.18 for faces seen well: every player's is); the crowd's faces, under 32 px and
+# some seen too poorly to judge, are blurred from 0.09 or unsure: about 26 of them are, fail-closed.
 REFERENCE_PHOTO = "yaoming.jpg"
 # The players' faces are 37-48 px wide, the crowd's 7-15 px.
 PLAYER_FACE_PX = 32
