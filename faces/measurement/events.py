@@ -11,31 +11,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faces.measurement.verdicts import Pairs
+from faces.measurement.verdicts import Pairs, Verdict
 
-# Events drawn per size: enough that the mean moves by less than a tenth of a point between seeds.
+# Events drawn per size, from one seed: two runs (and two decisions in one run) are judged on the same events.
 EVENTS = 200
 SEED = 0
 
 
 @dataclass(frozen=True)
-class Events:
-    size: int  # DNP members per event
-    strangers_blurred: np.ndarray  # per event: the share of strangers' faces blurred
-    visible: int  # the DNP members' own faces left visible, over every event
-    faces: int  # the DNP members' own faces, over every event
+class Events(Verdict):
+    """What a decision does in events of `size` DNP members: `strangers_blurred` per event, and the DNP members'
+    own faces (`visible` of `faces`) over every event."""
 
-    @property
-    def mean(self) -> float:
-        return float(self.strangers_blurred.mean()) if self.strangers_blurred.size else 0.0
-
-    @property
-    def worst(self) -> float:
-        return float(self.strangers_blurred.max()) if self.strangers_blurred.size else 0.0
-
-    @property
-    def visible_share(self) -> float:
-        return self.visible / self.faces if self.faces else 0.0
+    size: int = 0
 
 
 def drawn(members: int, size: int, count: int = EVENTS, seed: int = SEED) -> list[np.ndarray]:
@@ -61,4 +49,4 @@ def events_of(pairs: Pairs, blurred: np.ndarray, size: int, strangers: np.ndarra
         own = pairs.genuine[:, columns].any(axis=1)
         visible += int((own & ~reached).sum())
         faces += int(own.sum())
-    return Events(size, np.array(shares), visible, faces)
+    return Events(visible, faces, np.array(shares), size)

@@ -32,7 +32,7 @@ def test_strangers_blurred_add_up_over_an_events_dnp_members():
     one = events_of(pairs, blurred, 1)
     assert set(np.round(one.strangers_blurred, 3)) == {round(1 / 3, 3)}, "s0 or s1, of s0, s1 and the other member"
     both = events_of(pairs, blurred, 2)
-    assert both.mean == 1.0, "s0 and s1 are both blurred with a and b in the event"
+    assert both.strangers_mean == 1.0, "s0 and s1 are both blurred with a and b in the event"
     assert both.visible == 1 * len(both.strangers_blurred), "b's own face (0.1) is left visible in every event"
     assert events_of(pairs, blurred, 3) is None, "no event of three from two members"
 
@@ -48,30 +48,20 @@ def test_a_member_with_several_references_is_matched_at_their_best_and_none_is_t
 
 
 def test_no_recommendation_says_why():
-    members = ["a"]
     own = [probe("a", "a1", [1]), probe("a", "a2", [1])]
-    similarity = np.array([[0.9], [0.8]], dtype=np.float32)
-    no_strangers = Pairs(own, members, similarity, np.array([[False], [True]]), np.array([[False], [False]]))
+    no_strangers = Pairs(own, ["a"], np.array([[0.9], [0.8]], dtype=np.float32), *_member_a(2, strangers=0))
     with pytest.raises(NoRecommendation, match="no stranger pair"):
         recommend(no_strangers)
-    few = Pairs(
-        [*own, probe("s", "s", [1])],
-        members,
-        np.array([[0.9], [0.8], [0.02]], dtype=np.float32),
-        np.array([[False], [True], [False]]),
-        np.array([[False], [False], [True]]),
-    )
-    with pytest.raises(NoRecommendation, match="under every blur threshold of the grid"):
-        recommend(few)
-    lookalikes = Pairs(
-        [*own, probe("s", "s", [1])],
-        members,
-        np.array([[0.9], [0.8], [0.5]], dtype=np.float32),
-        np.array([[False], [True], [False]]),
-        np.array([[False], [False], [True]]),
-    )
-    with pytest.raises(NoRecommendation, match="no combination of the grid keeps strangers blurred within"):
-        recommend(lookalikes)
+    for stranger, why in ((0.02, "under every blur threshold of the grid"), (0.5, "no combination of the grid")):
+        similarity = np.array([[0.9], [0.8], [stranger]], dtype=np.float32)
+        with pytest.raises(NoRecommendation, match=why):
+            recommend(Pairs([*own, probe("s", "s", [1])], ["a"], similarity, *_member_a(2, strangers=1)))
+
+
+def _member_a(own: int, strangers: int) -> tuple[np.ndarray, np.ndarray]:
+    """(genuine, stranger) of `own` photos of member a (the first their reference) and then `strangers`."""
+    genuine = np.array([[0 < i < own] for i in range(own + strangers)])
+    return genuine, np.array([[i >= own] for i in range(own + strangers)])
 
 
 def test_z_norm_takes_out_how_easily_strangers_reach_a_reference():

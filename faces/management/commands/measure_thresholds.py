@@ -221,7 +221,7 @@ class Command(BaseCommand):
                     self.stdout.write(f"| {name} | {size} | (fewer members than {size}) | - | - |")
                     continue
                 self.stdout.write(
-                    f"| {name} | {size} | {found.mean:.2%} | {found.worst:.2%} "
+                    f"| {name} | {size} | {found.strangers_mean:.2%} | {found.strangers_worst:.2%} "
                     f"| {found.visible}/{found.faces} ({found.visible_share:.2%}) |"
                 )
         self._events_by_condition(pairs, outcomes)
@@ -239,7 +239,7 @@ class Command(BaseCommand):
             cells = []
             for name, size in columns:
                 found = events_of(pairs, outcomes[name], size, rows)
-                cells.append(f"{found.mean:.2%}" if found.strangers_blurred.size else "-")
+                cells.append(f"{found.strangers_mean:.2%}" if found.strangers_blurred.size else "-")
             self.stdout.write(f"| {label} | " + " | ".join(cells) + " |")
 
     def _several_references(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
@@ -263,7 +263,7 @@ class Command(BaseCommand):
             for name, limits in decisions.items():
                 blur = blurred(pairs, limits)
                 found, events = verdict(pairs, limits), events_of(pairs, blur, 5, as_taken)
-                five = f"{events.mean:.2%}" if events is not None else "-"
+                five = f"{events.strangers_mean:.2%}" if events is not None else "-"
                 self.stdout.write(
                     f"| {name} | {count} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
                     f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {five} |"
