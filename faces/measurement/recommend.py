@@ -1,11 +1,15 @@
 """The thresholds a measurement recommends, by one written rule (docs/ARCHITECTURE.md §6).
 
 - `blur`, `poor_face_blur`, `weak_norm`, `turned_face`, `unsure_norm`: of every combination on GRID, the one
-  that leaves the fewest of the members' own faces visible while the strangers' faces blurred stay within
-  BUDGETS per member on average, faces at least 32 px wide and smaller ones each within their own (ties:
+  that leaves the fewest of the members' own faces visible while the strangers' faces blurred stay within a
+  budget per member on average, faces at least 32 px wide and smaller ones each within their own (ties:
   fewer strangers blurred, then the higher thresholds). The viewer's number is the first; the second is
-  what a false blur costs the people beside a DNP guest, and it adds up over an event's DNP members, so the
-  budget is set for an event with several (faces/measurement/events.py).
+  what a false blur costs the people beside a DNP guest.
+- The budget for faces from 32 px is not a guess: a false blur's price adds up over an event's DNP members
+  (faces/measurement/events.py), so `for_goals` tries every budget of BUDGET_STEPS and keeps the one whose
+  recommendation leaves the fewest own faces visible while it meets GOALS, stated in the viewer's terms:
+  strangers' faces blurred in an event of five DNP members and because of the worst member alone, and the
+  members' own faces left visible at a strong head turn.
 - `match`: above every stranger pair of the measurement by MATCH_MARGIN, rounded up to MATCH_STEP (a match
   names a person: it must not name a stranger); `cluster` one MATCH_STEP stricter.
 
@@ -23,14 +27,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faces.measurement.verdicts import Pairs, Verdict, verdict
+from faces.measurement.events import events_of
+from faces.measurement.probes import AS_TAKEN
+from faces.measurement.verdicts import Pairs, Verdict, blurred, verdict
 from faces.thresholds import Thresholds
 
 # The mean share of strangers' faces blurred per member that a recommendation may cost: faces at least 32 px
-# wide, and smaller ones (a small face is a stranger at the back of a group shot; it keeps less of a face).
-# The price adds up over an event's DNP members: at 1 % each, an event with five blurs about 5 % of everyone
-# else (measure_thresholds' events table). It was 2.5 %: 11 % of strangers blurred in an event of five.
-BUDGETS = {"large": 0.01, "small": 0.10}
+# wide (`for_goals` chooses it), and smaller ones (a small face is a stranger at the back of a group shot; it
+# keeps less of a face).
+BUDGETS = {"large": 0.025, "small": 0.10}
 MATCH_MARGIN = 0.025
 MATCH_STEP = 0.05
 
@@ -45,6 +50,25 @@ class Grid:
 
 
 GRID = Grid()
+
+# Budgets per member for faces from 32 px that `for_goals` tries: 0.5 % to 3 % in steps of 0.1 point.
+BUDGET_STEPS = tuple(round(0.005 + 0.001 * i, 3) for i in range(26))
+
+
+@dataclass(frozen=True)
+class Goals:
+    """What a recommendation must do on the faces as taken, besides leaving the fewest own faces visible."""
+
+    event_size: int = 5  # a wedding where five guests asked
+    event: float = 0.05  # the mean share of strangers' faces blurred in such an event
+    worst: float = 0.05  # the share of strangers' faces blurred because of the worst member alone
+    turned: float = 0.03  # the share of the members' own faces left visible at a head turn of STRONG_TURN or more
+
+
+STRONG_TURN = 0.5
+
+
+GOALS = Goals()
 
 
 class NoRecommendation(ValueError):
@@ -128,6 +152,44 @@ class _Split:
         return self._at[part, threshold]
 
 
+def for_goals(pairs: Pairs, grid: Grid = GRID, goals: Goals = GOALS) -> tuple[Thresholds, Verdict, float]:
+    """The recommendation, its verdict and its budget per member: of the budgets of BUDGET_STEPS whose
+    recommendation meets `goals`, the one that leaves the fewest own faces visible (ties: the smaller budget)."""
+    best, reasons = None, []
+    for large in BUDGET_STEPS:
+        try:
+            limits, found = recommend(pairs, grid, BUDGETS | {"large": large})
+        except NoRecommendation as why:
+            reasons.append(str(why))
+            continue
+        if meets(pairs, limits, goals) and (best is None or found.visible < best[1].visible):
+            best = (limits, found, large)
+    if best is None:
+        why = reasons[-1] if len(reasons) == len(BUDGET_STEPS) else "no budget's recommendation meets the goals"
+        raise NoRecommendation(
+            f"{why} (goals: strangers blurred within {goals.event:.0%} in an event of {goals.event_size} DNP "
+            f"members and {goals.worst:.0%} for the worst member, own faces visible within {goals.turned:.0%} at "
+            f"a head turn of {STRONG_TURN:g} or more)"
+        )
+    return best
+
+
+def meets(pairs: Pairs, limits: Thresholds, goals: Goals = GOALS) -> bool:
+    """Whether `limits` meet `goals` on the faces as taken (an event too big for the set is not judged)."""
+    as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
+    blur = blurred(pairs, limits)
+    turned = pairs.genuine & (as_taken & (pairs.head_turn >= STRONG_TURN))[:, None]
+    if turned.any() and (turned & ~blur).sum() / turned.sum() > goals.turned:
+        return False
+    stranger = pairs.stranger & as_taken[:, None]
+    counts = stranger.sum(axis=0)
+    per_member = (stranger & blur).sum(axis=0)[counts > 0] / counts[counts > 0]
+    if per_member.size and per_member.max() > goals.worst:
+        return False
+    event = events_of(pairs, blur, goals.event_size, as_taken)
+    return event is None or event.strangers_mean <= goals.event
+
+
 def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]] | None:
     """For each half of the people: the thresholds the rule chooses on the other half, and what they do on
     this one. None when a half has nobody in it."""
@@ -136,7 +198,7 @@ def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]
         return None
     results = []
     for chosen_on, tried_on in (halves, halves[::-1]):
-        limits, _ = recommend(pairs.within(chosen_on), grid)  # NoRecommendation: the caller says why
+        limits, _, _ = for_goals(pairs.within(chosen_on), grid)  # NoRecommendation: the caller says why
         results.append((limits, verdict(pairs.within(tried_on), limits)))
     return results
 

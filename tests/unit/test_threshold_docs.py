@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from faces.measurement.probes import AS_TAKEN, Probe
-from faces.measurement.recommend import Grid, recommend
+from faces.measurement.recommend import Grid, for_goals, recommend
 from faces.measurement.verdicts import Pairs
 from faces.thresholds import THRESHOLDS, FaceQuality, Thresholds
 
@@ -103,3 +103,27 @@ def test_match_sits_above_every_stranger_pair():
     rows += [(probe(f"s{i}", f"s{i}.jpg"), [0.0]) for i in range(120)]
     chosen, _ = recommend(pairs_of(rows, ["a"]), SMALL_GRID)
     assert chosen.match == 0.40  # 0.373 + 0.025, up to a step of 0.05
+
+
+def test_the_budget_is_the_one_that_keeps_an_event_of_five_within_its_goal():
+    """Each of five members has a hard face at 0.16, and two strangers of their own reach them at 0.17: blurring
+    the hard faces costs 2 % of strangers per member (within a 2.5 % budget), but 10 % in the event of all five.
+    The goals' budget leaves the hard faces visible instead."""
+    members = ["a", "b", "c", "d", "e"]
+    rows = []
+    for column, member in enumerate(members):
+        rows.append((probe(member, f"{member}1.jpg"), [0.6 if i == column else 0.0 for i in range(5)]))
+        rows.append((probe(member, f"{member}2.jpg"), [0.16 if i == column else 0.0 for i in range(5)]))
+    for i in range(100):
+        reached = i // 2 if i < 10 else None
+        rows.append((probe(f"s{i}", f"s{i}.jpg"), [0.17 if column == reached else 0.0 for column in range(5)]))
+    pairs = pairs_of(rows, members)
+    grid = Grid(
+        unsure_norms=(0.0,), weak_norms=(0.0,), turned_faces=(math.inf,), blurs=(0.15, 0.16, 0.18), poor_blurs=(0.10,)
+    )
+    fixed, _ = recommend(pairs, grid)
+    assert fixed.blur <= 0.16, "at a fixed 2.5 % per member the hard faces are blurred"
+    chosen, found, budget = for_goals(pairs, grid)
+    assert chosen.blur == 0.18
+    assert found.visible == 5
+    assert budget < 0.02

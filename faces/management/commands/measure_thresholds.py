@@ -36,7 +36,7 @@ from faces.measurement.probes import (
     reference_sets,
     references,
 )
-from faces.measurement.recommend import BUDGETS, NoRecommendation, recommend, two_fold
+from faces.measurement.recommend import BUDGETS, GOALS, NoRecommendation, for_goals, two_fold
 from faces.measurement.verdicts import Pairs, blurred, verdict
 from faces.thresholds import Thresholds, for_engine
 
@@ -86,10 +86,10 @@ class Command(BaseCommand):
         self._header(engine.name, probes, chosen, seen, pairs, time.monotonic() - started)
         decisions = {"committed": for_engine(engine.name)}
         try:
-            recommended = recommend(pairs)[0]
+            recommended, _, budget = for_goals(pairs)
             decisions["recommended"] = recommended
         except NoRecommendation as why:
-            recommended = why
+            recommended, budget = why, None
         decisions |= {"also": also} if also else {}
         decisions = {name: limits for name, limits in decisions.items() if limits.measured}
         self._roc(pairs)
@@ -98,7 +98,7 @@ class Command(BaseCommand):
         self._events(pairs, decisions)
         self._several_references(probes + derived, decisions)
         self._calibrations(pairs, chosen)
-        self._recommendation(pairs, recommended)
+        self._recommendation(pairs, recommended, budget)
 
     def _skipped(self, path: Path, reason: str) -> None:
         self.stderr.write(f"skipped {path}: {reason}")
@@ -281,15 +281,18 @@ class Command(BaseCommand):
                 f"| {found.kind} | {found.visible:.2%} | {found.strangers_mean:.2%} | {found.strangers_worst:.2%} |"
             )
 
-    def _recommendation(self, pairs: Pairs, recommended: Thresholds | NoRecommendation) -> None:
+    def _recommendation(self, pairs: Pairs, recommended: Thresholds | NoRecommendation, budget) -> None:
         if isinstance(recommended, NoRecommendation):
             self.stdout.write(f"\nRecommended: nothing: {recommended}")
             return
         self.stdout.write(f"\nRecommended: {thresholds_line(recommended)}")
         self.stdout.write(
             f"rule: faces/measurement/recommend.py: the fewest own faces visible with strangers blurred <= "
-            f"{BUDGETS['large']:.1%} per member on average ({BUDGETS['small']:.0%} for faces under 32 px); "
-            f"match above every stranger pair (the highest: {pairs.similarity[pairs.stranger].max():.3f})"
+            f"{budget:.1%} per member on average ({BUDGETS['small']:.0%} for faces under 32 px), the budget that "
+            f"keeps strangers' faces blurred within {GOALS.event:.0%} in an event of {GOALS.event_size} DNP members "
+            f"and {GOALS.worst:.0%} for the worst member, own faces visible within {GOALS.turned:.0%} at a strong "
+            f"turn; match above every stranger pair (the highest: "
+            f"{pairs.similarity[pairs.stranger].max():.3f})"
         )
         self.stdout.write(
             "\n## Two-fold check\n\n| chosen on one half, tried on the other | own faces visible "
