@@ -98,9 +98,9 @@ def recommend(pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None) -> t
             if best is None or key < best[0]:
                 best = (key, (blur, poor_blur, turned, weak, unsure))
     if best is None:
+        least_text = "" if least is None else f" (the least any combination blurs of faces from 32 px: {least:.1%})"
         raise NoRecommendation(
-            f"no combination of the grid keeps strangers blurred within {_budgets_text(budgets)} per member "
-            f"(the least any combination blurs of faces from 32 px: {least:.1%} per member)"
+            f"no combination of the grid keeps strangers blurred within {_budgets_text(budgets)} per member{least_text}"
         )
     blur, poor_blur, turned, weak, unsure = best[1]
     chosen = Thresholds(match, blur, round(match + MATCH_STEP, 2), poor_blur, 32, turned, weak, unsure)

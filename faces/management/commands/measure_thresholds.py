@@ -36,7 +36,7 @@ from faces.measurement.probes import (
     reference_sets,
     references,
 )
-from faces.measurement.recommend import BUDGETS, GOALS, NoRecommendation, for_goals, two_fold
+from faces.measurement.recommend import BUDGETS, GOALS, STRONG_TURN, NoRecommendation, for_goals, two_fold
 from faces.measurement.verdicts import Pairs, blurred, verdict
 from faces.thresholds import Thresholds, for_engine
 
@@ -48,7 +48,6 @@ DERIVED = (
     Condition("low light, JPEG q75", dark=True, jpeg=75),
 )
 ROC_THRESHOLDS = (0.05, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
-STRONG_TURN = 0.5
 EVENT_SIZES = (1, 5, 20)  # DNP members per event: a guest who asked, a wedding with five, a school
 SEVERAL_REFERENCES = 3
 CALIBRATION_VISIBLE = (0.01, 0.02)  # shares of own faces left visible at which the scores are compared
