@@ -65,8 +65,9 @@ def main() -> None:
     print_table({name: results[0] for name, results in runs.items()}, *chosen["set"])
 
 
-def choose(args) -> tuple[dict[str, Path], list[Upload]]:
-    """Each person's reference photo and the uploads of every event, read once with this tree's engine."""
+def choose(args) -> tuple[dict[str, tuple[Path, int]], list[Upload]]:
+    """Each DNP member's reference photo and event, and the uploads of every event, read once with this tree's
+    engine."""
     from faces.engines import resident_engine
     from faces.measurement.probes import read_set, references, spread
 
@@ -89,7 +90,7 @@ def choose(args) -> tuple[dict[str, Path], list[Upload]]:
             _upload(one, event, stranger=True)
             for one in spread(others[start:] + others[:start], args.strangers_per_event)
         ]
-    members = {person: chosen[person].image for group in groups for person in group}
+    members = {person: (chosen[person].image, event) for event, group in enumerate(groups) for person in group}
     return members, uploads
 
 
@@ -98,7 +99,7 @@ def _upload(one, event: int, *, stranger: bool = False) -> Upload:
     return Upload(one.person, one.image, box, one.quality.head_turn or 0.0, event, stranger)
 
 
-def measure(tree: Path, uri: str, folder: Path, references: dict[str, Path], uploads: list[Upload]) -> dict:
+def measure(tree: Path, uri: str, folder: Path, references: dict[str, tuple], uploads: list[Upload]) -> dict:
     empty_database()
     photos = seed(references, uploads)
     started = time.monotonic()
@@ -121,16 +122,15 @@ def fail_closed_uploads(photos: dict) -> set:
     return {upload for photo_id, upload in photos.items() if photo_id in in_them}
 
 
-def seed(references: dict[str, Path], uploads: list[Upload]) -> dict:
-    """Events, DNP members, references and photos as the API makes them; every job sent. Photo id -> Upload."""
+def seed(references: dict[str, tuple[Path, int]], uploads: list[Upload]) -> dict:
+    """Events, DNP members (person -> their reference photo and event), references and photos as the API makes
+    them; every job sent. Photo id -> Upload."""
     from faces.models import Event, EventMember, Photo, SubjectReference
 
-    events: dict[int, Event] = {}
-    for upload in uploads:
-        if upload.event not in events:
-            events[upload.event] = Event.objects.create(name=f"event {upload.event}")
-    for person, image in references.items():
-        event = events[next(upload.event for upload in uploads if upload.person == person and not upload.stranger)]
+    indexes = sorted({index for _, index in references.values()} | {upload.event for upload in uploads})
+    events = {index: Event.objects.create(name=f"event {index}") for index in indexes}
+    for image, index in references.values():
+        event = events[index]
         user_id = uuid.uuid4()
         EventMember.objects.create(event=event, user_id=user_id, do_not_publish=True)
         reference = SubjectReference.objects.create(

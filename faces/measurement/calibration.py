@@ -7,13 +7,12 @@ names (as recommend.two_fold), each half's pairs normalised by a cohort of the o
 every decision compared at the same share of the members' own faces left visible.
 """
 
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from faces.measurement.probes import AS_TAKEN, Probe
-from faces.measurement.verdicts import Pairs
+from faces.measurement.verdicts import Pairs, half_of, verdict_of
 
 KINDS = ("raw", "Z-norm", "T-norm", "S-norm")
 
@@ -29,16 +28,12 @@ class Operating:
 def compared(pairs: Pairs, references: dict[str, Probe], visible_shares: tuple[float, ...]) -> list[Operating]:
     """Each kind of score at a flat threshold that leaves each of `visible_shares` of the own faces visible."""
     scores, within = normalised(pairs, references)
-    genuine, stranger = pairs.genuine & within, pairs.stranger & within
+    scored = Pairs(pairs.probes, pairs.members, pairs.similarity, pairs.genuine & within, pairs.stranger & within)
     result = []
     for kind in KINDS:
         for share in visible_shares:
-            threshold = np.quantile(scores[kind][genuine], share)
-            reached = scores[kind] >= threshold
-            counts = np.maximum(stranger.sum(axis=0), 1)
-            blurred = (stranger & reached).sum(axis=0) / counts
-            visible = float((genuine & ~reached).sum() / max(genuine.sum(), 1))
-            result.append(Operating(kind, visible, float(blurred.mean()), float(blurred.max())))
+            found = verdict_of(scored, scores[kind] >= np.quantile(scores[kind][scored.genuine], share))
+            result.append(Operating(kind, found.visible_share, found.strangers_mean, found.strangers_worst))
     return result
 
 
@@ -46,8 +41,8 @@ def normalised(pairs: Pairs, references: dict[str, Probe]) -> tuple[dict[str, np
     """(every kind's (P, M) scores, the (P, M) mask of pairs inside one half, which alone are scored)."""
     embeddings = np.array([one.embedding for one in pairs.probes], dtype=np.float32).reshape(-1, 512)
     chosen = np.array([references[member].embedding for member in pairs.members], dtype=np.float32).reshape(-1, 512)
-    probe_half = np.array([_half(_owner(one)) for one in pairs.probes])
-    member_half = np.array([_half(member) for member in pairs.members])
+    probe_half = np.array([half_of(_owner(one)) for one in pairs.probes])
+    member_half = np.array([half_of(member) for member in pairs.members])
     as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
     z, t = np.zeros_like(pairs.similarity), np.zeros_like(pairs.similarity)
     for half in (0, 1):
@@ -71,7 +66,3 @@ def _spread(scores: np.ndarray) -> np.ndarray:
 def _owner(one: Probe) -> str:
     # A group_ stranger's face is named after its photo: its photo's folder decides its half.
     return one.person.split("/")[0]
-
-
-def _half(name: str) -> int:
-    return zlib.crc32(name.encode()) % 2

@@ -22,14 +22,13 @@ budgets) gets none: `NoRecommendation` says why in one line, and the command pri
 
 import itertools
 import math
-import zlib
 from dataclasses import dataclass
 
 import numpy as np
 
 from faces.measurement.events import events_of
 from faces.measurement.probes import AS_TAKEN
-from faces.measurement.verdicts import Pairs, Verdict, blurred, verdict
+from faces.measurement.verdicts import Pairs, Verdict, blurred, half_of, verdict, verdict_of
 from faces.thresholds import Thresholds
 
 # The mean share of strangers' faces blurred per member that a recommendation may cost: faces at least 32 px
@@ -178,13 +177,10 @@ def meets(pairs: Pairs, limits: Thresholds, goals: Goals = GOALS) -> bool:
     """Whether `limits` meet `goals` on the faces as taken (an event too big for the set is not judged)."""
     as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
     blur = blurred(pairs, limits)
-    turned = pairs.genuine & (as_taken & (pairs.head_turn >= STRONG_TURN))[:, None]
-    if turned.any() and (turned & ~blur).sum() / turned.sum() > goals.turned:
+    turned = as_taken & (pairs.head_turn >= STRONG_TURN)
+    if verdict_of(pairs.subset(turned), blur[turned]).visible_share > goals.turned:
         return False
-    stranger = pairs.stranger & as_taken[:, None]
-    counts = stranger.sum(axis=0)
-    per_member = (stranger & blur).sum(axis=0)[counts > 0] / counts[counts > 0]
-    if per_member.size and per_member.max() > goals.worst:
+    if verdict_of(pairs.subset(as_taken), blur[as_taken]).strangers_worst > goals.worst:
         return False
     event = events_of(pairs, blur, goals.event_size, as_taken)
     return event is None or event.strangers_mean <= goals.event
@@ -193,7 +189,7 @@ def meets(pairs: Pairs, limits: Thresholds, goals: Goals = GOALS) -> bool:
 def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]] | None:
     """For each half of the people: the thresholds the rule chooses on the other half, and what they do on
     this one. None when a half has nobody in it."""
-    halves = [{member for member in pairs.members if zlib.crc32(member.encode()) % 2 == half} for half in (0, 1)]
+    halves = [{member for member in pairs.members if half_of(member) == half} for half in (0, 1)]
     if not all(halves):
         return None
     results = []

@@ -7,6 +7,7 @@ when it reaches the member's reference at its own threshold or is too poorly see
 is faces.thresholds' own (`blur_for`, `too_poor`), applied to each probe's quality.
 """
 
+import zlib
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -116,6 +117,11 @@ def verdict_of(pairs: Pairs, blur: np.ndarray) -> Verdict:
     counts = pairs.stranger.sum(axis=0)
     shares = (pairs.stranger & blur).sum(axis=0) / np.maximum(counts, 1)
     return Verdict(visible, int(pairs.genuine.sum()), shares[counts > 0])
+
+
+def half_of(name: str) -> int:
+    """Which half of the people a name falls in (0 or 1), fixed by the name: for two-fold checks."""
+    return zlib.crc32(name.encode()) % 2
 
 
 def _listed(references: "Probe | list[Probe]") -> list[Probe]:
