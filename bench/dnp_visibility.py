@@ -12,7 +12,8 @@ Then a viewer's look at each photo: a photo not published shows nothing; a publi
 person when the middle of their face (the largest face of the upload, as the set labels it) in the public
 file's bytes is within VISIBLE_DIFFERENCE of the upload's there (the public file may be the upload itself).
 The table gives, per worker, the members' faces left visible, overall and at a strong head turn, and the
-strangers' faces blurred.
+strangers' faces blurred; a second table splits the strangers by what their event's DNP members are known by
+(ready references, an ambiguous selfie only, or no usable reference: every face blurred).
 
 Usage: python bench/dnp_visibility.py [SET_DIR] [--people N] [--photos-per-person M] [--dnp-per-event K]
     [--strangers-per-event S] [--baseline REV]
@@ -106,20 +107,31 @@ def measure(tree: Path, uri: str, folder: Path, references: dict[str, tuple], up
     drain(tree, worker_env(uri, folder), folder / f"worker-{uuid.uuid4().hex[:6]}.log")
     seconds = time.monotonic() - started
     seen = [shown(photo_id, upload) for photo_id, upload in photos.items()]
-    return {"seen": seen, "seconds": seconds, "fail_closed": fail_closed_uploads(photos)}
+    return {"seen": seen, "seconds": seconds, "known_by": reference_kinds(photos)}
 
 
-def fail_closed_uploads(photos: dict) -> set:
-    """The uploads in events with a DNP member whose reference never became ready (many faces, none, too poor): the
-    worker cannot tell that member from anyone, so it blurs every face there until a usable selfie comes."""
+# What an event's DNP members are known by, worst first: the split of strangers' faces blurred.
+NO_USABLE, AMBIGUOUS, READY = "no usable reference", "an ambiguous selfie only", "ready references"
+
+
+def reference_kinds(photos: dict) -> dict:
+    """Upload -> what its event's DNP members are known by, at worst: a member with no usable reference (no face,
+    too poor, or a worker that keeps no candidates of a `many_faces` one) makes the worker blur every face there
+    until a usable selfie comes; one known only by an ambiguous selfie blurs the faces near its candidates."""
     from faces.models import EventMember, Photo, SubjectReference
 
     ready = set(SubjectReference.objects.filter(status="ready").values_list("user_id", flat=True))
-    unready = {
-        event for event, user in EventMember.objects.dnp().values_list("event_id", "user_id") if user not in ready
-    }
-    in_them = set(Photo.objects.filter(event_id__in=unready).values_list("id", flat=True))
-    return {upload for photo_id, upload in photos.items() if photo_id in in_them}
+    ambiguous = set(
+        SubjectReference.objects.filter(status="many_faces", candidate_embeddings__isnull=False).values_list(
+            "user_id", flat=True
+        )
+    )
+    worst: dict = {}
+    for event, user in EventMember.objects.dnp().values_list("event_id", "user_id"):
+        kind = READY if user in ready else AMBIGUOUS if user in ambiguous else NO_USABLE
+        worst[event] = min(worst.get(event, READY), kind, key=[NO_USABLE, AMBIGUOUS, READY].index)
+    events = dict(Photo.objects.filter(id__in=list(photos)).values_list("id", "event_id"))
+    return {upload: worst.get(events[photo_id], READY) for photo_id, upload in photos.items()}
 
 
 def seed(references: dict[str, tuple[Path, int]], uploads: list[Upload]) -> dict:
@@ -206,22 +218,24 @@ def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
             f"| {strong}/{turned} | {ratio} | {blurred}/{strangers} ({blurred / max(strangers, 1):.2%}) "
             f"| {result['seconds']:.0f} |"
         )
-        rows.append((name, seen, result["fail_closed"]))
-    print_fail_closed(rows)
+        rows.append((name, seen, result["known_by"]))
+    print_by_reference(rows)
 
 
-def print_fail_closed(rows: list) -> None:
-    """Strangers' faces blurred apart in events whose every DNP member has a ready reference, and in the others."""
-    print("\n| worker | events with a DNP member whose reference is not ready | strangers blurred there | elsewhere |")
-    print("|---|---:|---:|---:|")
-    for name, seen, fail_closed in rows:
-        events = len({upload.event for upload in fail_closed})
+def print_by_reference(rows: list) -> None:
+    """Strangers' faces blurred apart by what their event's DNP members are known by (reference_kinds)."""
+    kinds = (READY, AMBIGUOUS, NO_USABLE)
+    print("\nStrangers' faces blurred, by what the event's DNP members are known by (events in brackets):\n")
+    print(f"| worker | {' | '.join(kinds)} |")
+    print("|---|" + "---:|" * len(kinds))
+    for name, seen, known_by in rows:
         parts = []
-        for inside in (True, False):
-            part = [what for upload, what in seen if upload.stranger and (upload in fail_closed) == inside]
-            blurred = sum(1 for what in part if what == "blurred")
-            parts.append(f"{blurred}/{len(part)} ({blurred / max(len(part), 1):.2%})")
-        print(f"| {name} | {events} | {parts[0]} | {parts[1]} |")
+        for kind in kinds:
+            part = [(upload, what) for upload, what in seen if upload.stranger and known_by[upload] == kind]
+            blurred = sum(1 for _, what in part if what == "blurred")
+            events = len({upload.event for upload, _ in part})
+            parts.append(f"{blurred}/{len(part)} ({blurred / max(len(part), 1):.2%}) [{events}]")
+        print(f"| {name} | {' | '.join(parts)} |")
 
 
 if __name__ == "__main__":

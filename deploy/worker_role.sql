@@ -69,7 +69,7 @@ GRANT SELECT ON event_members TO momentlens_worker;
 -- (faces/jobs/reference_process.py: record_reference, the archive hook mark_failed),
 -- on the row it locks with SELECT ... FOR UPDATE (which needs an UPDATE grant).
 GRANT SELECT ON subject_references TO momentlens_worker;
-GRANT UPDATE (status, embedding, engine, box, processed_at) ON subject_references TO momentlens_worker;
+GRANT UPDATE (status, embedding, engine, box, candidate_embeddings, processed_at) ON subject_references TO momentlens_worker;
 
 -- Every photo job locks its photo (SELECT ... FOR UPDATE, faces/jobs/photo_jobs.py) and
 -- writes its result in one UPDATE, publish in faces/publication.py (variant_version, width, height, media_type,

@@ -21,17 +21,17 @@ class Candidates:
     dnp: np.ndarray  # (U,) bool
     references: np.ndarray  # (R, 512)
     owners: np.ndarray  # (R,) index into user_ids
-    # Active DNP members with no ready reference of this engine: their faces cannot be told apart.
+    # Active DNP members with no usable reference of this engine: their faces cannot be told apart.
     unidentifiable_dnp: int = 0
+    # Columns of DNP members known only by an ambiguous selfie (`many_faces`, its candidate faces as references):
+    # a face near one of them is blurred, but nobody is identified by them (no match, no own file).
+    ambiguous: frozenset[int] = frozenset()
 
     @classmethod
     def for_event(cls, event_id, engine: str) -> "Candidates":
         members = dict(EventMember.objects.active().filter(event_id=event_id).values_list("user_id", "do_not_publish"))
-        references = list(
-            SubjectReference.objects.filter(
-                user_id__in=list(members), status=SubjectReference.Status.READY, engine=engine
-            ).values_list("user_id", "embedding")
-        )
+        ready, ambiguous = _references(members, engine)
+        references = ready + ambiguous
         user_ids = sorted({user_id for user_id, _ in references})
         index = {user_id: i for i, user_id in enumerate(user_ids)}
         return cls(
@@ -40,6 +40,7 @@ class Candidates:
             references=np.array([embedding for _, embedding in references], dtype=np.float32).reshape(-1, 512),
             owners=np.array([index[user_id] for user_id, _ in references], dtype=int),
             unidentifiable_dnp=sum(1 for user_id, dnp in members.items() if dnp and user_id not in index),
+            ambiguous=frozenset(index[user_id] for user_id, _ in ambiguous),
         )
 
     def similarities(self, embeddings: np.ndarray) -> np.ndarray:
@@ -49,6 +50,25 @@ class Candidates:
         for user in range(len(self.user_ids)):
             result[:, user] = per_reference[:, self.owners == user].max(axis=1)
         return result
+
+
+def _references(members: dict, engine: str) -> tuple[list, list]:
+    """(user, embedding) of the members' ready references; and for each DNP member without one, the candidate
+    faces of their ambiguous selfies (faces/jobs/reference_process.py)."""
+    rows = SubjectReference.objects.filter(
+        user_id__in=list(members),
+        engine=engine,
+        status__in=[SubjectReference.Status.READY, SubjectReference.Status.MANY_FACES],
+    ).values_list("user_id", "status", "embedding", "candidate_embeddings")
+    ready = [(user_id, embedding) for user_id, status, embedding, _ in rows if status == SubjectReference.Status.READY]
+    known = {user_id for user_id, _ in ready}
+    ambiguous = [
+        (user_id, candidate)
+        for user_id, status, _, candidates in rows
+        if status == SubjectReference.Status.MANY_FACES and members[user_id] and user_id not in known
+        for candidate in candidates or []
+    ]
+    return ready, ambiguous
 
 
 @dataclass(frozen=True)
@@ -129,12 +149,14 @@ class PhotoMatch:
     @cached_property
     def _best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         # Asked once per file rendered: computed once per match.
-        if not self.candidates.user_ids:
+        if len(self.candidates.ambiguous) == len(self.candidates.user_ids):
             return [(None, None)] * len(self.faces)
-        columns = self.similarity.argmax(axis=1)
+        identifying = self.similarity.copy()
+        identifying[:, list(self.candidates.ambiguous)] = -np.inf
+        columns = identifying.argmax(axis=1)
         result = []
         for row, column in enumerate(columns):
-            similarity = float(self.similarity[row, column])
+            similarity = float(identifying[row, column])
             matched = self.limits.match is not None and similarity >= self.limits.match
             result.append((self.candidates.user_ids[column] if matched else None, similarity))
         return result

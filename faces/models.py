@@ -77,6 +77,9 @@ class SubjectReference(models.Model):
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True)
     engine = models.TextField(null=True)
     box = models.JSONField(null=True)
+    # A `many_faces` reference's comparably large faces, any of which may be the subject's: [[512 floats], ...]
+    # (docs/ARCHITECTURE.md §6, "An ambiguous selfie"); null otherwise.
+    candidate_embeddings = models.JSONField(null=True)
     processed_at = models.DateTimeField(null=True)
     created_at = models.DateTimeField(auto_now_add=True)
 

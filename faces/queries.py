@@ -6,8 +6,9 @@ binary form, the catalogue. Values always travel as parameters (tests/test_sql_p
 
 # The hide's candidates (faces.exposure): published photos of an event (1) with a face of an engine (2) whose box
 # lies within an edge fraction (3) of the image's border, or that the recogniser saw too poorly to judge (an
-# embedding norm under (4)), or whose cosine distance to a ready reference of one of some users (5) is at most a
-# distance (6). pgvector's `<=>` finds them in the database, without reading a single embedding.
+# embedding norm under (4)), or whose cosine distance to a ready reference, or to a candidate face of an ambiguous
+# one, of one of some users (5) is at most a distance (6). pgvector's `<=>` finds them in the database, without
+# reading a single embedding into Python.
 CANDIDATE_PHOTOS = """
     SELECT DISTINCT face.photo_id
     FROM faces AS face
@@ -18,9 +19,14 @@ CANDIDATE_PHOTOS = """
         OR face.embedding_norm < %s
         OR EXISTS (
             SELECT 1 FROM subject_references AS reference
-            WHERE reference.user_id = ANY(%s) AND reference.status = 'ready'
-              AND reference.engine = face.engine
-              AND (face.embedding <=> reference.embedding) <= %s
+            CROSS JOIN LATERAL (
+                SELECT reference.embedding WHERE reference.status = 'ready'
+                UNION ALL
+                SELECT candidate::text::vector FROM jsonb_array_elements(reference.candidate_embeddings) AS candidate
+                WHERE reference.status = 'many_faces'
+            ) AS known (embedding)
+            WHERE reference.user_id = ANY(%s) AND reference.engine = face.engine
+              AND (face.embedding <=> known.embedding) <= %s
         )
       )
 """

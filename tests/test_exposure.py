@@ -231,6 +231,35 @@ def test_a_first_reference_of_a_dnp_member_hides_nothing_that_was_blurred_alread
     assert photo.variants.count() == 1
 
 
+def test_a_dnp_member_known_by_an_ambiguous_selfie_hides_the_photos_showing_either_face(
+    event_with_guest, group, group_faces
+):
+    """The guest's selfie shows them beside their neighbour (face 1), comparably large: `many_faces`, both kept.
+    Their DNP change hides the photos that show either face, in its own transaction, as a ready reference would;
+    the re-render blurs the two and leaves the guests near neither visible."""
+    event, guest, (with_1, with_2, without) = event_with_guest
+    SubjectReference.objects.filter(user_id=guest).delete()
+    selfie = factories.reference(guest, factories.pair_selfie(group, group_faces[0], group_faces[1]))
+    send({"job": "reference_process", "reference_id": str(selfie.id)})
+    run_worker_drain()
+    selfie.refresh_from_db()
+    assert (selfie.status, len(selfie.candidate_embeddings)) == ("many_faces", 2)
+    set_dnp(event, guest, True)
+
+    call_command("run_worker", "--once", "--health-port", "0")
+
+    for photo in (with_1, with_2):
+        photo.refresh_from_db()
+        assert photo.processed_at is None, "hidden before its re-render"
+    run_worker_drain()
+    with_1.refresh_from_db()
+    faces = sorted(with_1.faces.all(), key=lambda face: face.box_x)
+    public, upload = read_image(with_1.public_key), read_image(with_1.upload_key)
+    changes = [difference(face_core(public, face), face_core(upload, face)) for face in faces]
+    assert min(changes[:2]) > 10, changes
+    assert max(changes[2:4]) < 4, changes
+
+
 def assert_guest_blurred(photo: Photo, *, blurred: bool) -> None:
     leftmost = min(photo.faces.all(), key=lambda face: face.box_x)
     change = difference(

@@ -142,6 +142,26 @@ def test_a_dnp_member_without_a_usable_reference_blurs_every_face_until_one_is_r
 
 
 @pytest.mark.django_db
+def test_an_ambiguous_selfie_blurs_only_the_faces_it_shows(group, group_faces, test_thresholds):
+    """A DNP member whose selfie shows two comparably large faces (`many_faces`): a face near either is blurred,
+    everyone else's stays visible (fail-closed blurred all six), and nobody is identified by it."""
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    ambiguous = factories.reference(user, factories.pair_selfie(group, group_faces[2], group_faces[3]))
+    reference_process({"job": "reference_process", "reference_id": str(ambiguous.id)}, by_hand("reference_process"))
+    ambiguous.refresh_from_db()
+    assert (ambiguous.status, len(ambiguous.candidate_embeddings)) == ("many_faces", 2)
+
+    photo = t1_detected_and_matched(event, group)
+    blurred = {face.id for face in faces_blurred_in(photo)}
+    shown = stored_faces(photo)
+    assert {shown[2].id, shown[3].id} <= blurred, "either candidate may be the member"
+    # t1's two leftmost guests come near neither (under 0.03 in t1 itself).
+    assert not blurred & {shown[0].id, shown[1].id}, "everyone else stays visible"
+    assert not photo.faces.filter(matched_user_id__isnull=False).exists()
+
+
+@pytest.mark.django_db
 def test_clustering_groups_the_same_person_across_photos_and_separates_people(group, test_thresholds):
     event = factories.event()
     first = factories.photo(event, group, width=group.shape[1], height=group.shape[0])
@@ -185,12 +205,17 @@ def test_reference_process_outcomes(group, test_thresholds):
     assert many.embedding is None
     assert all(ref.processed_at for ref in (one, none, many))
     assert results["many"]["faces"] == 6
+    # The group's comparably large faces are kept, any of which may be the subject's; the others keep none.
+    assert len(many.candidate_embeddings) == results["many"]["candidates"] >= 2
+    assert all(np.linalg.norm(c) == pytest.approx(1.0, abs=1e-4) for c in many.candidate_embeddings)
+    assert one.candidate_embeddings is None and none.candidate_embeddings is None
     with connection.cursor() as cursor:
         cursor.execute("SELECT message FROM pgmq.q_jobs ORDER BY msg_id")
         sent = [row[0] for row in cursor.fetchall()]
     import json
 
-    assert sorted(json.loads(m)["event_id"] for m in sent) == sorted([str(event_a.id), str(event_b.id)])
+    # The ready reference and the ambiguous one each re-render the events the user is active in; no_face none.
+    assert sorted(json.loads(m)["event_id"] for m in sent) == sorted([str(event_a.id), str(event_b.id)] * 2)
     assert all(json.loads(m)["job"] == "reprocess_event" for m in sent)
 
 

@@ -36,7 +36,10 @@ SQL_FILE = ROOT / "deploy" / "worker_role.sql"
 TABLE_GRANTS = {
     "public.events": ({"SELECT"}, set()),
     "public.event_members": ({"SELECT"}, set()),
-    "public.subject_references": ({"SELECT"}, {"status", "embedding", "engine", "box", "processed_at"}),
+    "public.subject_references": (
+        {"SELECT"},
+        {"status", "embedding", "engine", "box", "candidate_embeddings", "processed_at"},
+    ),
     "public.photos": (
         {"SELECT"},
         {

@@ -6,6 +6,10 @@ only makes the reference ambiguous (`many_faces`) when it is comparably large. A
 recogniser saw too poorly to judge (faces/thresholds.py, `too_poor`: eyes closed behind a hand,
 dark, blurred) could not tell its owner from a stranger: it is no usable face (`no_face`), and
 its DNP member stays fail-closed until a better reference is ready.
+
+An ambiguous selfie still protects: its comparably large faces, one of which is the subject's, are kept
+(`candidate_embeddings`), and matching blurs a face near any of them for a DNP member who has no ready reference.
+It identifies nobody (faces/matching.py). When one of them is too poorly seen, none is kept: fail-closed.
 """
 
 from django.utils import timezone
@@ -26,7 +30,11 @@ DOMINANCE = 2.0
 def mark_failed(payload: dict) -> int:
     """The archive's hook: a reference whose job failed for good is `failed`, never `pending` forever."""
     return SubjectReference.objects.filter(id=payload["reference_id"]).update(
-        status=SubjectReference.Status.FAILED, embedding=None, box=None, processed_at=timezone.now()
+        status=SubjectReference.Status.FAILED,
+        embedding=None,
+        box=None,
+        candidate_embeddings=None,
+        processed_at=timezone.now(),
     )
 
 
@@ -37,13 +45,17 @@ def reference_process(payload: dict, ctx: JobContext) -> dict:
         raise RowGone(f"reference {payload['reference_id']} does not exist")
     image = Still(read_object(reference.upload_key)).image
     found = ctx.resources[FACE_ENGINE].analyze(image, small_faces=False)
-    chosen = dominant_face(found)
-    poor = len(chosen) == 1 and too_poor(chosen[0])
-    record_reference(reference, [] if poor else chosen, width=image.shape[1], height=image.shape[0])
-    ready = reference.status == SubjectReference.Status.READY
-    hidden = hide_where_dnp(reference.user_id) if ready else 0
-    events = reprocess_member_events(reference) if ready else []
+    chosen = comparably_large(found)
+    poor = any(too_poor(face) for face in chosen)
+    if len(chosen) == 1 and poor:
+        chosen = []
+    record_reference(reference, chosen, width=image.shape[1], height=image.shape[0], candidates=not poor)
+    usable = reference.status == SubjectReference.Status.READY or reference.candidate_embeddings is not None
+    hidden = hide_where_dnp(reference.user_id) if usable else 0
+    events = reprocess_member_events(reference) if usable else []
     result = {"faces": len(found), "status": reference.status, "hidden": hidden, "reprocess_events": len(events)}
+    if reference.candidate_embeddings is not None:
+        result["candidates"] = len(reference.candidate_embeddings)
     return result | ({"detail": "face_too_poor"} if poor else {})
 
 
@@ -58,12 +70,11 @@ def hide_where_dnp(user_id) -> int:
     return hidden
 
 
-def dominant_face(found: list) -> list:
-    """[the selfie's face] when one face clearly dominates; else every face found (none, or several alike)."""
+def comparably_large(found: list) -> list:
+    """The faces that may be the selfie's subject, largest first: [the one] when it clearly dominates; none when
+    nothing was found. A face whose area is under the largest's by DOMINANCE is never the subject."""
     by_area = sorted(found, key=_area, reverse=True)
-    if len(by_area) >= 2 and _area(by_area[0]) < DOMINANCE * _area(by_area[1]):
-        return by_area
-    return by_area[:1]
+    return [face for face in by_area if DOMINANCE * _area(face) > _area(by_area[0])]
 
 
 def too_poor(face) -> bool:
@@ -77,7 +88,9 @@ def _area(face) -> float:
     return (x2 - x1) * (y2 - y1)
 
 
-def record_reference(reference: SubjectReference, found: list, *, width: int, height: int) -> None:
+def record_reference(reference: SubjectReference, found: list, *, width: int, height: int, candidates: bool) -> None:
+    """`found`: the faces that may be the subject's. Several are kept as candidates when `candidates`."""
+    reference.embedding, reference.box, reference.candidate_embeddings = None, None, None
     if len(found) == 1:
         face = found[0]
         x1, y1, x2, y2 = (float(v) for v in face.box)
@@ -87,10 +100,12 @@ def record_reference(reference: SubjectReference, found: list, *, width: int, he
         reference.box = {"x": x1 / width, "y": y1 / height, "w": (x2 - x1) / width, "h": (y2 - y1) / height}
     else:
         reference.status = SubjectReference.Status.NO_FACE if not found else SubjectReference.Status.MANY_FACES
-        reference.embedding = None
-        reference.box = None
+    if len(found) > 1 and candidates:
+        reference.engine = found[0].engine
+        reference.candidate_embeddings = [[float(v) for v in face.embedding] for face in found]
     reference.processed_at = timezone.now()
-    reference.save(update_fields=["status", "embedding", "engine", "box", "processed_at"])
+    fields = ["status", "embedding", "engine", "box", "candidate_embeddings", "processed_at"]
+    reference.save(update_fields=fields)
 
 
 def reprocess_member_events(reference: SubjectReference) -> list:

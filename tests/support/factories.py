@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from faces import media
 from faces.models import Event, EventMember, Photo, SubjectReference
-from momentlens.devservices.samples import derived_portrait, encode_jpeg
+from momentlens.devservices.samples import derived_portrait, encode_jpeg, recolour
 from tests.support.queue_helpers import send
 
 # What the API stores as a photo's own thumbnail: never read by the worker, never published.
@@ -79,6 +79,16 @@ def reference(user_id: uuid.UUID, image: np.ndarray | None = None, *, data: byte
     reference_id = uuid.uuid4()
     key = upload(f"users/{user_id}/references/{reference_id}.jpg", image, data)
     return SubjectReference.objects.create(id=reference_id, user_id=user_id, upload_key=key)
+
+
+def pair_selfie(group: np.ndarray, left, right) -> np.ndarray:
+    """A selfie of two neighbours of t1 (`group`), side by side at the same size: neither face dominates, so its
+    reference_process records `many_faces` and keeps both faces as candidates."""
+    x1, y1 = (int(min(a, b)) for a, b in zip(left.box[:2], right.box[:2], strict=True))
+    x2, y2 = (int(max(a, b)) for a, b in zip(left.box[2:], right.box[2:], strict=True))
+    margin = (x2 - x1) // 10
+    crop = group[max(0, y1 - 2 * margin) : y2 + 2 * margin, max(0, x1 - margin) : x2 + margin]
+    return recolour(cv2.resize(crop, None, fx=1.6, fy=1.6), hue_shift=6, gain=1.1)
 
 
 def member_with_reference(event: Event, group: np.ndarray, face, *, dnp: bool = True, **fields) -> uuid.UUID:
