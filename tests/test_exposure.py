@@ -237,7 +237,7 @@ def test_a_dnp_member_known_by_an_ambiguous_selfie_hides_the_photos_showing_eith
     """The guest's selfie shows them beside their neighbour (face 1), comparably large: `many_faces`, both kept.
     Their DNP change hides the photos that show either face, in its own transaction, as a ready reference would;
     the re-render blurs the two and leaves the guests near neither visible."""
-    event, guest, (with_1, with_2, without) = event_with_guest
+    event, guest, (with_1, with_2, _) = event_with_guest
     SubjectReference.objects.filter(user_id=guest).delete()
     selfie = factories.reference(guest, factories.pair_selfie(group, group_faces[0], group_faces[1]))
     send({"job": "reference_process", "reference_id": str(selfie.id)})

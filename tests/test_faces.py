@@ -208,7 +208,8 @@ def test_reference_process_outcomes(group, test_thresholds):
     # The group's comparably large faces are kept, any of which may be the subject's; the others keep none.
     assert len(many.candidate_embeddings) == results["many"]["candidates"] >= 2
     assert all(np.linalg.norm(c) == pytest.approx(1.0, abs=1e-4) for c in many.candidate_embeddings)
-    assert one.candidate_embeddings is None and none.candidate_embeddings is None
+    assert one.candidate_embeddings is None
+    assert none.candidate_embeddings is None
     with connection.cursor() as cursor:
         cursor.execute("SELECT message FROM pgmq.q_jobs ORDER BY msg_id")
         sent = [row[0] for row in cursor.fetchall()]
