@@ -74,19 +74,25 @@ def _join_nearest(faces: list[Face], threshold: float) -> None:
     embeddings = np.array([face.embedding for face in faces], dtype=np.float32)
     nearest = nearest_cluster(surest.event_id, np.asarray(surest.embedding, dtype=np.float32))
     if nearest is not None and 1.0 - nearest.distance >= threshold:
-        total = np.asarray(nearest.centroid, dtype=np.float32) * nearest.face_count + embeddings.sum(axis=0)
-        nearest.centroid = total / np.linalg.norm(total)
+        centroid = np.asarray(nearest.centroid, dtype=np.float32)
+        nearest.centroid = joined_centroid(centroid, nearest.face_count, embeddings)
         nearest.face_count += len(faces)
         nearest.save(update_fields=["centroid", "face_count"])
         cluster = nearest
     else:
-        total = embeddings.sum(axis=0)
         cluster = UnknownCluster.objects.create(
-            event_id=surest.event_id, centroid=total / np.linalg.norm(total), face_count=len(faces)
+            event_id=surest.event_id, centroid=joined_centroid(None, 0, embeddings), face_count=len(faces)
         )
     for face in faces:
         face.unknown_cluster = cluster
     Face.objects.bulk_update(faces, ["unknown_cluster"])
+
+
+def joined_centroid(centroid: np.ndarray | None, count: int, embeddings: np.ndarray) -> np.ndarray:
+    """A cluster's unit centroid once `embeddings` join the `count` faces whose centroid it was (None: a new
+    cluster). faces.measurement.people measures the clusters with this same arithmetic."""
+    total = embeddings.sum(axis=0) if centroid is None else centroid * count + embeddings.sum(axis=0)
+    return (total / np.linalg.norm(total)).astype(np.float32)
 
 
 def _leave_cluster(face: Face) -> None:

@@ -11,7 +11,9 @@
   strangers' faces blurred in an event of five DNP members and because of the worst member alone, and the
   members' own faces left visible at a strong head turn.
 - `match`: above every stranger pair of the measurement by MATCH_MARGIN, rounded up to MATCH_STEP (a match
-  names a person: it must not name a stranger); `cluster` one MATCH_STEP stricter.
+  names a person: it must not name a stranger).
+- `cluster`: measured on the clusters themselves (faces.measurement.people.recommended_cluster): the loosest
+  threshold at which the worker's clusters of the set's events stay pure, one step stricter.
 
 `two_fold` checks that the rule does not merely fit the set: it chooses on half the people and reports
 what the choice does on the other half (the halves fixed by the people's names).
@@ -20,13 +22,16 @@ A set that cannot carry a recommendation (too few strangers to price a blur, or 
 budgets) gets none: `NoRecommendation` says why in one line, and the command prints its tables all the same.
 """
 
+import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from faces.measurement.events import events_of
+from faces.measurement.people import recommended_cluster
 from faces.measurement.probes import AS_TAKEN
 from faces.measurement.verdicts import Pairs, Verdict, blurred, half_of, verdict, verdict_of
 from faces.thresholds import Thresholds
@@ -74,9 +79,13 @@ class NoRecommendation(ValueError):
     """The set cannot carry a recommendation; the message says why, in one line."""
 
 
-def recommend(pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None) -> tuple[Thresholds, Verdict]:
-    """The recommended thresholds and what they do on `pairs`; NoRecommendation when there are none."""
+def recommend(
+    pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None, cluster: Callable[[float], float] | None = None
+) -> tuple[Thresholds, Verdict]:
+    """The recommended thresholds and what they do on `pairs`; NoRecommendation when there are none. `cluster`:
+    the cluster threshold for an `unsure_norm` (else measured on the pairs' probes)."""
     budgets = budgets or BUDGETS
+    cluster = cluster or (lambda unsure: recommended_cluster(pairs.probes, unsure))
     match = _match(pairs)
     if match < min(grid.blurs):
         raise NoRecommendation(
@@ -102,7 +111,7 @@ def recommend(pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None) -> t
             f"no combination of the grid keeps strangers blurred within {_budgets_text(budgets)} per member{least_text}"
         )
     blur, poor_blur, turned, weak, unsure = best[1]
-    chosen = Thresholds(match, blur, round(match + MATCH_STEP, 2), poor_blur, 32, turned, weak, unsure)
+    chosen = Thresholds(match, blur, cluster(unsure), poor_blur, 32, turned, weak, unsure)
     return chosen, verdict(pairs, chosen)
 
 
@@ -155,9 +164,10 @@ def for_goals(pairs: Pairs, grid: Grid = GRID, goals: Goals = GOALS) -> tuple[Th
     """The recommendation, its verdict and its budget per member: of the budgets of BUDGET_STEPS whose
     recommendation meets `goals`, the one that leaves the fewest own faces visible (ties: the smaller budget)."""
     best, reasons = None, []
+    cluster = functools.cache(lambda unsure: recommended_cluster(pairs.probes, unsure))  # once per unsure_norm
     for large in BUDGET_STEPS:
         try:
-            limits, found = recommend(pairs, grid, BUDGETS | {"large": large})
+            limits, found = recommend(pairs, grid, BUDGETS | {"large": large}, cluster)
         except NoRecommendation as why:
             reasons.append(str(why))
             continue

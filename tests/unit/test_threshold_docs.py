@@ -79,13 +79,17 @@ def test_the_rule_lowers_the_threshold_where_members_are_seen_poorly_within_the_
     # who looks like B (which puts match at 0.40).
     rows += [(probe(f"s{i}", f"s{i}.jpg", turn=0.6 if i < 2 else 0.0), [0.05, 0.04]) for i in range(120)]
     rows.append((probe("lookalike", "l.jpg"), [0.05, 0.35]))
-    chosen, found = recommend(pairs_of(rows, ["a", "b"]), SMALL_GRID)
+    asked = []
+    chosen, found = recommend(
+        pairs_of(rows, ["a", "b"]), SMALL_GRID, cluster=lambda unsure: asked.append(unsure) or 0.33
+    )
     assert found.visible == 0, "both poorly seen faces are blurred"
     assert chosen.poor_face_blur == 0.10
     assert chosen.turned_face == 0.5
     assert chosen.weak_norm == 21.0
     assert chosen.blur == 0.30, "faces seen well keep the higher threshold: no face of a member needs less"
-    assert math.isclose(chosen.cluster - chosen.match, 0.05)
+    assert chosen.cluster == 0.33, "measured on the clusters, for the faces the chosen unsure_norm judges"
+    assert asked == [chosen.unsure_norm]
 
 
 def test_the_rule_leaves_a_face_visible_rather_than_blur_strangers_past_the_budget():

@@ -24,6 +24,7 @@ import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
 from faces.engines import resident_engine
+from faces.measurement import people
 from faces.measurement.calibration import compared
 from faces.measurement.events import EVENTS, events_of
 from faces.measurement.probes import (
@@ -97,6 +98,8 @@ class Command(BaseCommand):
         self._events(pairs, decisions)
         self._several_references(probes + derived, decisions)
         self._calibrations(pairs, chosen)
+        self._found(pairs, decisions)
+        self._clusters(probes, decisions)
         self._recommendation(pairs, recommended, budget)
 
     def _skipped(self, path: Path, reason: str) -> None:
@@ -280,6 +283,46 @@ class Command(BaseCommand):
                 f"| {found.kind} | {found.visible:.2%} | {found.strangers_mean:.2%} | {found.strangers_worst:.2%} |"
             )
 
+    def _found(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
+        """Members found in their own photos (faces/measurement/people.py), by condition; faces matched to a member
+        they are not, which must stay none."""
+        names = " | ".join(f"{name} (match {limits.match:.2f})" for name, limits in decisions.items())
+        self.stdout.write(
+            "\n## Members found in their own photos\n\nEach face matched to the member it is most similar to, at "
+            f"or above `match`; one reference each.\n\n| condition | {names} |\n|---|" + "---:|" * len(decisions)
+        )
+        every = np.ones(len(pairs.probes), dtype=bool)
+        for label, among in [*conditions(pairs), ("every condition", every)]:
+            counts = [people.found(pairs, limits.match, among) for limits in decisions.values()]
+            cells = " | ".join(f"{one.own}/{one.faces} ({one.own / max(one.faces, 1):.1%})" for one in counts)
+            self.stdout.write(f"| {label} | {cells} |")
+        wrong = [str(people.found(pairs, limits.match, every).wrong) for limits in decisions.values()]
+        self.stdout.write(f"| faces matched to a member they are not, every condition | {' | '.join(wrong)} |")
+
+    def _clusters(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
+        """Per decision, each event's Unknown clusters by the worker's rule at its `cluster`, beside Immich's DBSCAN
+        on the same faces (those the decision judges): BCubed precision / recall / F1 (clusters) in the first
+        arrival order, the worst F1 over every order after the slash."""
+        self.stdout.write(
+            "\n## Unknown clusters\n\nBCubed precision / recall / F1 (clusters) in arrival order "
+            f"{people.ARRIVAL_ORDERS[0]}, the worst F1 over {len(people.ARRIVAL_ORDERS)} orders after the slash; "
+            "the faces as taken that the decision judges (faces/measurement/people.py)."
+        )
+        for name, limits in decisions.items():
+            self.stdout.write(
+                f"\n| {name}: event | people, faces | the worker (cluster {limits.cluster:.2f}) "
+                f"| Immich (DBSCAN {people.IMMICH_MAX_DISTANCE:g}, {people.IMMICH_MIN_FACES} faces) |"
+                "\n|---|---:|---|---|"
+            )
+            orders = [people.cluster_events(probes, limits.unsure_norm, seed) for seed in people.ARRIVAL_ORDERS]
+            for events in zip(*orders, strict=True):
+                worker = [people.bcubed(e.people, people.worker_clusters(e.embeddings, limits.cluster)) for e in events]
+                immich = [people.bcubed(e.people, people.immich_clusters(e.embeddings)) for e in events]
+                self.stdout.write(
+                    f"| {events[0].name} | {len(set(events[0].people))}, {len(events[0].people)} "
+                    f"| {_scores(worker)} | {_scores(immich)} |"
+                )
+
     def _recommendation(self, pairs: Pairs, recommended: Thresholds | NoRecommendation, budget) -> None:
         if isinstance(recommended, NoRecommendation):
             self.stdout.write(f"\nRecommended: nothing: {recommended}")
@@ -356,6 +399,15 @@ def thresholds_of(text: str) -> Thresholds:
             raise CommandError(f"--also: {name.strip()!r} is no field of Thresholds")
         fields[name.strip()] = float(value)
     return Thresholds(**{"match": None, "blur": None, "cluster": None} | fields)
+
+
+def _scores(scores: list) -> str:
+    """The first order's BCubed score, and the worst F1 over the orders."""
+    first = scores[0]
+    return (
+        f"{first.precision:.3f} / {first.recall:.3f} / {first.f1:.3f} ({first.clusters}) "
+        f"/ {min(one.f1 for one in scores):.3f}"
+    )
 
 
 def thresholds_line(limits: Thresholds) -> str:

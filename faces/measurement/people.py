@@ -1,0 +1,157 @@
+"""Who is in a photo, measured on a labelled set: members found in their own photos, and Unknown clusters.
+
+- Matching: a face is matched to the member it is most similar to, at or above `match` (faces/matching.py); each
+  person of the set is a member with their reference (faces.measurement.probes). The share of a member's own
+  faces matched to them is what the app's "my photos" shows; a stranger's face matched to a member must never be.
+- Clusters: each event's faces, in an arrival order, clustered by the worker's own rule (faces/clustering.py: the
+  nearest centroid at or above `cluster`, else a new cluster; a face too poorly seen to judge joins none), scored
+  against the labels with BCubed precision and recall (per face: the share of its cluster that is its person, and
+  the share of its person in its cluster), beside DBSCAN as Immich runs it on the same embeddings. The events are
+  the set's sources (the folder names' prefix: one collection of photos each) and every person in one event.
+"""
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from faces.clustering import joined_centroid
+from faces.measurement.probes import AS_TAKEN, Probe
+from faces.measurement.verdicts import Pairs
+
+# The `cluster` thresholds tried, loosest first; the rule keeps the loosest at which every event's clusters stay
+# pure (CLUSTER_PRECISION), one step stricter.
+CLUSTER_GRID = (0.20, 0.22, 0.25, 0.28, 0.30, 0.33, 0.35, 0.40, 0.45)
+CLUSTER_PRECISION = 0.995
+ARRIVAL_ORDERS = (1, 2, 3)  # seeds: each event is clustered in this many orders
+# Immich's face clustering: DBSCAN over cosine distance, a face within MAX_DISTANCE of MIN_FACES faces is a core.
+IMMICH_MAX_DISTANCE = 0.5
+IMMICH_MIN_FACES = 3
+
+
+@dataclass(frozen=True)
+class Score:
+    """BCubed precision, recall and F1 of a clustering against the labels, and its number of clusters."""
+
+    precision: float
+    recall: float
+    clusters: int
+
+    @property
+    def f1(self) -> float:
+        total = self.precision + self.recall
+        return 2 * self.precision * self.recall / total if total else 0.0
+
+
+@dataclass(frozen=True)
+class ClusterEvent:
+    name: str
+    embeddings: np.ndarray  # (F, 512), in the order the faces arrive
+    people: np.ndarray  # (F,) labels
+
+
+def bcubed(people: np.ndarray, clusters: np.ndarray) -> Score:
+    same_cluster = clusters[:, None] == clusters[None, :]
+    same_person = people[:, None] == people[None, :]
+    both = (same_cluster & same_person).sum(axis=1)
+    precision = float(np.mean(both / same_cluster.sum(axis=1)))
+    recall = float(np.mean(both / same_person.sum(axis=1)))
+    return Score(precision, recall, len(np.unique(clusters)))
+
+
+def worker_clusters(embeddings: np.ndarray, threshold: float) -> np.ndarray:
+    """Each face's cluster as the worker assigns them one by one (faces/clustering.py's rule, its centroid
+    arithmetic; the nearest centroid by cosine, as pgvector orders them)."""
+    centroids = np.zeros((0, embeddings.shape[1]), dtype=np.float32)
+    counts: list[int] = []
+    result = np.empty(len(embeddings), dtype=int)
+    for row, embedding in enumerate(embeddings):
+        similarity = centroids @ embedding
+        nearest = int(similarity.argmax()) if len(counts) else -1
+        if nearest >= 0 and similarity[nearest] >= threshold:
+            centroids[nearest] = joined_centroid(centroids[nearest], counts[nearest], embedding[None, :])
+            counts[nearest] += 1
+        else:
+            centroids = np.vstack([centroids, joined_centroid(None, 0, embedding[None, :])])
+            counts.append(1)
+            nearest = len(counts) - 1
+        result[row] = nearest
+    return result
+
+
+def immich_clusters(embeddings: np.ndarray) -> np.ndarray:
+    """DBSCAN as Immich clusters faces: cores have IMMICH_MIN_FACES faces (themselves included) within
+    IMMICH_MAX_DISTANCE; a face reachable from no core is a cluster of its own."""
+    near = (1.0 - embeddings @ embeddings.T) <= IMMICH_MAX_DISTANCE
+    core = near.sum(axis=1) >= IMMICH_MIN_FACES
+    labels = np.full(len(embeddings), -1, dtype=int)
+    cluster = 0
+    for start in np.flatnonzero(core):
+        if labels[start] >= 0:
+            continue
+        labels[start], waiting = cluster, [start]
+        while waiting:
+            face = waiting.pop()
+            for other in np.flatnonzero(near[face] & (labels < 0)):
+                labels[other] = cluster
+                if core[other]:
+                    waiting.append(other)
+        cluster += 1
+    alone = labels < 0
+    labels[alone] = cluster + np.arange(int(alone.sum()))
+    return labels
+
+
+def cluster_events(probes: list[Probe], unsure_norm: float, seed: int) -> list[ClusterEvent]:
+    """The set's faces as taken (members' and strangers' of person folders, not group_ strangers, whose people are
+    unknown), judged ones only, as events: one per source and one of everybody, in an arrival order of `seed`."""
+    faces = [
+        one
+        for one in probes
+        if not one.stranger and one.condition == AS_TAKEN and (one.quality.embedding_norm or 0.0) >= unsure_norm
+    ]
+    by_source = {source: list(group) for source, group in itertools.groupby(sorted(faces, key=_source), _source)}
+    events = [*by_source.items(), ("everyone", faces)] if len(by_source) > 1 else list(by_source.items())
+    rng = np.random.default_rng(seed)
+    result = []
+    for name, members in events:
+        order = rng.permutation(len(members))
+        embeddings = np.array([members[i].embedding for i in order], dtype=np.float32).reshape(-1, 512)
+        result.append(ClusterEvent(name, embeddings, np.array([members[i].person for i in order])))
+    return result
+
+
+def recommended_cluster(probes: list[Probe], unsure_norm: float) -> float:
+    """The loosest threshold of CLUSTER_GRID whose clusters stay pure (BCubed precision >= CLUSTER_PRECISION) in every
+    event and arrival order, one step stricter; the strictest when none does."""
+    events = [event for seed in ARRIVAL_ORDERS for event in cluster_events(probes, unsure_norm, seed)]
+    for index, threshold in enumerate(CLUSTER_GRID):
+        if all(
+            bcubed(e.people, worker_clusters(e.embeddings, threshold)).precision >= CLUSTER_PRECISION for e in events
+        ):
+            return CLUSTER_GRID[min(index + 1, len(CLUSTER_GRID) - 1)]
+    return CLUSTER_GRID[-1]
+
+
+def _source(one: Probe) -> str:
+    return one.person.split("-", 1)[0]
+
+
+@dataclass(frozen=True)
+class Found:
+    """Faces matched the way faces/matching.py matches them (the most similar member, at or above `match`)."""
+
+    own: int  # members' faces matched to themselves
+    faces: int  # members' faces (a reference photo aside)
+    wrong: int  # faces matched to a member they are not: strangers', or a member's to another member
+
+
+def found(pairs: Pairs, match: float, rows: np.ndarray) -> Found:
+    """What matching finds among the probes `rows` selects (a bool mask over pairs.probes)."""
+    best = pairs.similarity.argmax(axis=1)
+    picked = np.arange(len(pairs.probes))
+    reached = pairs.similarity[picked, best] >= match
+    right = pairs.genuine[picked, best]
+    members = rows & pairs.genuine.any(axis=1)
+    wrong = rows & reached & pairs.stranger[picked, best]
+    return Found(int((members & reached & right).sum()), int(members.sum()), int(wrong.sum()))
