@@ -180,6 +180,37 @@ def test_clustering_groups_the_same_person_across_photos_and_separates_people(gr
     assert set(UnknownCluster.objects.values_list("face_count", flat=True)) == {2}
 
 
+def yao_ming_seen_three_ways() -> list:
+    """Yao Ming in the 2008 team photo, in his own portrait, and that portrait shrunk to 48 px and blurred (a
+    guest at the back, out of focus): the third reaches the first two's centroid at about 0.42."""
+    engine = resident_engine()
+    team = samples.read(samples.vectron_image("players.jpg"))
+    portrait = samples.read(samples.vectron_image("yaoming.jpg"))
+    (face,) = engine.analyze(portrait)
+    scale = 48 / float(face.box[2] - face.box[0])
+    small = samples.cv2.GaussianBlur(samples.cv2.resize(portrait, None, fx=scale, fy=scale), (0, 0), 2.5)
+    canvas = np.full((400, 400, 3), 128, dtype=np.uint8)
+    canvas[50 : 50 + small.shape[0], 50 : 50 + small.shape[1]] = small
+    return [samples.crop_around(team, samples.yao_ming_box(engine)), portrait, canvas]
+
+
+@pytest.mark.django_db
+def test_one_unknown_guest_seen_well_and_poorly_is_one_cluster_and_another_is_not_in_it(test_thresholds):
+    """The measured `cluster` (0.35, docs/ARCHITECTURE.md §6) holds the blurred view with the others; at 0.45 it
+    was a cluster of its own. Tom Hanks, a stranger to all three, stays apart."""
+    event = factories.event()
+    photos = []
+    for image in [*yao_ming_seen_three_ways(), samples.tom_hanks()]:
+        photo = factories.photo(event, image, width=image.shape[1], height=image.shape[0])
+        detect_and_store(photo, factories.still_of(image), resident_engine())
+        match_and_cluster(photo, (image.shape[1], image.shape[0]))
+        photos.append(photo)
+    largest = [max(photo.faces.all(), key=lambda face: face.box_w * face.box_h) for photo in photos]
+    assert all(face.unknown_cluster_id is not None for face in largest)
+    assert len({face.unknown_cluster_id for face in largest[:3]}) == 1, "one person, one cluster"
+    assert largest[3].unknown_cluster_id != largest[0].unknown_cluster_id
+
+
 @pytest.mark.django_db
 def test_reference_process_outcomes(group, test_thresholds):
     from django.db import connection

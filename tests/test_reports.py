@@ -66,7 +66,9 @@ def test_event_report_shows_states_dnp_members_clusters_and_archived_jobs(publis
     assert f"photo {photo.id} state=published v1 faces=6" in text
     assert "own_files=1" in text
     assert f"dnp {user} references=ready=1" in text
+    assert f"found {user} photos=1 faces=1" in text, "the DNP member matched in the group photo"
     assert "unknown_clusters=5" in text
+    assert text.count(" faces=1\n") >= 5, "each cluster with its size"
     assert "archived_jobs=1" in text
     assert "job=face_process tries=1 reason=image_too_large" in text
     assert f"photo {broken.id} state=waiting" in text

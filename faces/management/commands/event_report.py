@@ -1,4 +1,5 @@
-"""`python manage.py event_report EVENT_ID`: an event's photos by state, DNP members, clusters, archived jobs.
+"""`python manage.py event_report EVENT_ID`: an event's photos by state, DNP members, members found in its photos,
+clusters with their sizes, archived jobs.
 
 Read-only. The archived-jobs lookup (jobqueue.api.archived_jobs_naming) scans the
 archive (it has no index on the message): an ops command, never on the worker's path.
@@ -7,9 +8,10 @@ archive (it has no index on the message): an ops command, never on the worker's 
 from collections import Counter
 
 from django.core.management.base import BaseCommand
+from django.db.models import Count
 
 from faces.management.ids import row_by_id
-from faces.models import Event
+from faces.models import Event, Face
 from jobqueue.api import archived_jobs_naming
 
 
@@ -37,6 +39,8 @@ class Command(BaseCommand):
         for member in event.dnp_members().order_by("user_id"):
             references = member_references(member.user_id)
             write(f"  dnp {member.user_id} references={references or '-'}")
+        for user_id, photo_count, face_count in members_found(event):
+            write(f"  found {user_id} photos={photo_count} faces={face_count}")
         clusters = list(event.unknown_clusters.order_by("-face_count"))
         write(f"unknown_clusters={len(clusters)}")
         for cluster in clusters:
@@ -49,6 +53,17 @@ class Command(BaseCommand):
                 f"  msg_id={entry.msg_id} at={entry.archived_at:%Y-%m-%dT%H:%M:%SZ} job={entry.job} "
                 f"tries={entry.read_ct} reason={entry.reason} error={entry.error}"
             )
+
+
+def members_found(event) -> list[tuple]:
+    """(user, photos, faces) of each member matched in the event's faces: what the app shows as their photos."""
+    found = (
+        Face.objects.filter(event=event, matched_user_id__isnull=False)
+        .values("matched_user_id")
+        .annotate(photos=Count("photo", distinct=True), faces=Count("id"))
+        .order_by("matched_user_id")
+    )
+    return [(row["matched_user_id"], row["photos"], row["faces"]) for row in found]
 
 
 def member_references(user_id) -> str:
