@@ -10,7 +10,8 @@ class FacesConfig(AppConfig):
 
         from faces import checks
         from faces.engines import FACE_ENGINE, ResidentEngine
-        from jobqueue.api import WORKER, WORKER_START, register_health_field, register_startup
+        from faces.storage_io import probe_storage, storage_down
+        from jobqueue.api import WORKER, WORKER_START, register_dependency, register_health_field, register_startup
 
         for check in (checks.pgvector, checks.storage):
             register(check, WORKER, deploy=True)
@@ -23,3 +24,5 @@ class FacesConfig(AppConfig):
         self.engine = ResidentEngine()
         register_startup(FACE_ENGINE, self.engine)
         register_health_field("engine", self.engine.loaded)
+        # A try that meets storage's outage is waited out, not counted (jobqueue/outage.py).
+        register_dependency("storage", storage_down, probe_storage)

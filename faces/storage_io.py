@@ -1,4 +1,4 @@
-"""Reading uploads from object storage with outcomes the consumer understands."""
+"""Reading uploads from object storage with outcomes the consumer understands, and telling its outages apart."""
 
 import botocore.exceptions
 from django.conf import settings
@@ -8,6 +8,10 @@ from faces.media.limits import MediaTooLarge
 from jobqueue.api import MissingObject
 
 _MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
+# Codes by which S3 says the service, not the request, is at fault (an answer with a 5xx status is too).
+_SERVICE_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "RequestTimeTooSkewed"}
+# What the outage probe asks about: an object nobody writes (HEAD answers "no" while storage is up).
+PROBE_KEY = "_worker_check/outage-probe"
 
 
 def read_object(key: str) -> bytes:
@@ -29,3 +33,21 @@ def read_object(key: str) -> bytes:
     if len(data) > limit:
         raise MediaTooLarge(f"{key} is larger than MEDIA_MAX_UPLOAD_BYTES ({limit} bytes)")
     return data
+
+
+def storage_down(error: BaseException) -> bool:
+    """Whether `error` says storage cannot be reached or failed on its side: an outage (jobqueue/outage.py), not
+    the job's failure. A refused or reset connection, a timeout, a 5xx answer; not a 4xx (a missing object, a
+    denied key: the request's own fault, which no wait mends)."""
+    # Refused and timed-out connections (ConnectionError), and a connection lost while reading (HTTPClientError).
+    if isinstance(error, botocore.exceptions.ConnectionError | botocore.exceptions.HTTPClientError):
+        return True
+    if isinstance(error, botocore.exceptions.ClientError):
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        return status >= 500 or str(error.response.get("Error", {}).get("Code")) in _SERVICE_CODES
+    return False
+
+
+def probe_storage() -> bool:
+    """Raises while storage is down (one HEAD request)."""
+    return default_storage.exists(PROBE_KEY)

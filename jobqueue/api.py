@@ -1,9 +1,9 @@
 """What an app may use of the queue (the layer test holds every app to this module).
 
-What an app registers (jobs, archive hooks, periodic tasks, startup work, /health fields), the
-context a handler runs with, the errors that say how a try ended, sending jobs from a job, the
-locks a handler holds until its commit, the system-check helpers an app's own checks use, and what an app's ops
-commands may read of the queue's archive.
+What an app registers (jobs, archive hooks, periodic tasks, startup work, /health fields, the dependencies whose
+outages are waited out), the context a handler runs with, the errors that say how a try ended, sending jobs from a
+job, the locks a handler holds until its commit, the system-check helpers an app's own checks use, and what an app's
+ops commands may read of the queue's archive.
 """
 
 from django.db import connection
@@ -15,6 +15,7 @@ from jobqueue.enqueue import enqueue, enqueue_unless_waiting, lock_fan_out
 from jobqueue.errors import MissingObject, PermanentJobError, RowGone
 from jobqueue.locks import hold_until_commit
 from jobqueue.messages import is_uuid
+from jobqueue.outage import register_dependency
 from jobqueue.registry import (
     register,
     register_archive_hook,
@@ -49,6 +50,7 @@ __all__ = [
     "lock_fan_out",
     "register",
     "register_archive_hook",
+    "register_dependency",
     "register_health_field",
     "register_periodic",
     "register_startup",

@@ -25,6 +25,9 @@ class WorkerState:
     # Tries stopped for privacy work (jobqueue/preemption.py), and when the last one was.
     preemptions: int = 0
     last_preemption_at: float | None = None
+    # The dependency whose outage the reader waits out (jobqueue/outage.py), and since when.
+    waiting_for: str | None = None
+    waiting_since: float | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def update(self, **changes) -> None:
@@ -35,7 +38,11 @@ class WorkerState:
     def snapshot(self) -> dict:
         with self._lock:
             return {
-                "status": "ok" if self.healthy else self.phase,
+                "status": "ok"
+                if self.healthy
+                else f"waiting_for_{self.waiting_for}"
+                if self.waiting_for
+                else self.phase,
                 "phase": self.phase,
                 "lock_held": self.lock_held,
                 "slot": self.slot,
@@ -46,12 +53,14 @@ class WorkerState:
                 "jobs_done": self.jobs_done,
                 "preemptions": self.preemptions,
                 "last_preemption_age_s": _age(self.last_preemption_at),
+                "waiting_for": self.waiting_for,
+                "waiting_for_s": _age(self.waiting_since),
                 **registry.health_fields(),
             }
 
     @property
     def healthy(self) -> bool:
-        return self.phase == "running" and self.lock_held
+        return self.phase == "running" and self.lock_held and self.waiting_for is None
 
 
 def _age(at: float | None) -> float | None:

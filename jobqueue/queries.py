@@ -74,7 +74,10 @@ DELETE = "DELETE FROM pgmq.q_jobs WHERE msg_id = %s"
 ARCHIVE = "SELECT pgmq.archive(%s, %s::bigint)"
 # A preempted try's message (jobqueue/preemption.py) given back: visible now, and its read uncounted (no failed
 # try), unless a reader has read it since.
-GIVE_BACK = "UPDATE pgmq.q_jobs SET vt = clock_timestamp(), read_ct = read_ct - 1 WHERE msg_id = %s AND read_ct = %s"
+GIVE_BACK = """
+    UPDATE pgmq.q_jobs SET vt = clock_timestamp() + make_interval(secs => %s), read_ct = read_ct - 1
+    WHERE msg_id = %s AND read_ct = %s
+"""
 # Privacy work that waits on a reader (jobqueue/preemption.py), asked on its heartbeat connection: a privacy
 # job (one of the jsonb objects given) visible and unread for at least a grace (seconds), or a privacy job
 # another reader runs (its transaction's application_name) that waits for a lock the reader's backend holds.
@@ -179,6 +182,12 @@ XACT_LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
 # The namespace of fan-outs (jobqueue.enqueue.lock_fan_out): "MLFO".
 FAN_OUT_LOCK = 0x4D4C464F
 SET_APPLICATION_NAME = "SELECT set_config('application_name', %s, false)"
+# Readers waiting out an outage (jobqueue/outage.py): their sessions' application_name, past a prefix (1), says
+# what for and since when (queue_status).
+WAITING_READERS = """
+    SELECT pid, substr(application_name, length(%s) + 1) FROM pg_stat_activity
+    WHERE starts_with(application_name, %s) ORDER BY pid
+"""
 
 # The preflight (jobqueue/checks.py): the server, the session probe, pgmq and the queue.
 SERVER_VERSION = "SELECT current_setting('server_version')"
@@ -267,8 +276,9 @@ def make_visible(cursor, msg_id: int, read_ct: int) -> bool:
     return cursor.rowcount == 1
 
 
-def give_back(cursor, msg_id: int, read_ct: int) -> bool:
-    cursor.execute(GIVE_BACK, [msg_id, read_ct])
+def give_back(cursor, msg_id: int, read_ct: int, delay_s: float = 0.0) -> bool:
+    """The message visible again after `delay_s`, its read uncounted."""
+    cursor.execute(GIVE_BACK, [delay_s, msg_id, read_ct])
     return cursor.rowcount == 1
 
 
@@ -377,6 +387,12 @@ def index_exists(cursor, name: str) -> bool:
 
 def set_application_name(cursor, name: str) -> None:
     cursor.execute(SET_APPLICATION_NAME, [name])
+
+
+def waiting_readers(cursor, prefix: str) -> list[tuple[int, str]]:
+    """(backend pid, "storage since=...") of each reader session whose application_name starts with `prefix`."""
+    cursor.execute(WAITING_READERS, [prefix, prefix])
+    return cursor.fetchall()
 
 
 def server_version(cursor) -> str:

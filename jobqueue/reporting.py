@@ -1,4 +1,4 @@
-"""Final failures go to Sentry when SENTRY_DSN is set; nothing is sent otherwise."""
+"""Final failures, and each outage once, go to Sentry when SENTRY_DSN is set; nothing is sent otherwise."""
 
 import sentry_sdk
 from sentry_sdk.integrations.atexit import AtexitIntegration
@@ -34,6 +34,16 @@ def report_final_failure(error: BaseException | str, *, job: str | None, context
             sentry_sdk.capture_exception(error)
         else:
             sentry_sdk.capture_message(error, level="error")
+
+
+def report_outage(error: BaseException, *, dependency: str, context: dict) -> None:
+    """One event per outage (jobqueue/outage.py), not one per message that met it."""
+    if not sentry_sdk.is_initialized():
+        return
+    with sentry_sdk.new_scope() as scope:
+        scope.set_tag("outage", dependency)
+        scope.set_context("outage", context)
+        sentry_sdk.capture_exception(error)
 
 
 def flush() -> None:

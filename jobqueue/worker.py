@@ -5,7 +5,8 @@ lease, jobqueue/lease.py), one message at a time, oldest first, privacy work bef
 rest (registry.privacy_jobs), then the renders it sent first (at most RENDERS_IN_A_ROW
 before one ordinary message), then the oldest of the rest. Privacy work that waits on an
 ordinary try stops it at its next checkpoint (jobqueue/preemption.py): its message goes
-back uncounted. A try is a read (jobqueue/attempt.py): pgmq's
+back uncounted, and so does a try that met an outage of something the job depends on (jobqueue/outage.py):
+the reader then reads privacy work only until the outage ends. A try is a read (jobqueue/attempt.py): pgmq's
 read_ct counts it, and the read commits before the handler runs, so a crash counts too.
 The handler's writes and the message's delete commit in one transaction. What becomes
 of a message is decided first (jobqueue/outcome.py), then carried out here.
@@ -27,10 +28,11 @@ from jobqueue.attempt import Try
 from jobqueue.health import WorkerState
 from jobqueue.heartbeat import Heartbeat
 from jobqueue.lease import DatabaseLost
+from jobqueue.outage import Dependency, OutageWait, dependency_down
 from jobqueue.outcome import Action, Outcome
 from jobqueue.preemption import PRIVACY_VT_S, Preempted, Preemption
 from jobqueue.redaction import redact
-from jobqueue.session import ReaderSession, WorkerDied
+from jobqueue.session import APPLICATION_NAME, ReaderSession, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
 
@@ -38,6 +40,8 @@ METRICS_REFRESH_S = 5.0
 # The renders a hide sends first (marked "first") are read before ordinary messages, but at most this many in
 # a row: then one ordinary message, so that a big event's re-renders take at most 4 reads in 5 while uploads wait.
 RENDERS_IN_A_ROW = 4
+# The reader session's application_name while it waits out an outage: then "storage since=...".
+WAITING_PREFIX = f"{APPLICATION_NAME} waiting_for="
 
 __all__ = ["Worker", "WorkerConfig", "WorkerDied"]
 
@@ -91,6 +95,7 @@ class Worker:
         # The message whose try (or its outcome) a lost session cut short, until the next read gives it back.
         self._cut_short: Try | None = None
         self._resources: Mapping[str, object] = MappingProxyType({})
+        self.outage = OutageWait(self.state, self._name_the_wait)
         self.state.update(slots=config.reader_slots)
 
     # -- control ---------------------------------------------------------
@@ -133,7 +138,7 @@ class Worker:
             except DatabaseLost as lost:
                 self._recover(lost)
                 continue
-            if self.once or (self.drain and not worked):
+            if self.once or (self.drain and not worked and not self.outage.active):
                 break
             self._run_periodic_tasks(idle=not worked)
             if not worked:
@@ -164,7 +169,9 @@ class Worker:
         oldest message."""
         vt, cursor = self.config.visibility_timeout_s, self.session.cursor
         message = queries.read_first(cursor, self._privacy_vt_s, registry.privacy_jobs())
-        if message is None and self._renders_in_a_row < RENDERS_IN_A_ROW:
+        if message is not None or not self.outage.over():
+            return message  # during an outage, privacy work only
+        if self._renders_in_a_row < RENDERS_IN_A_ROW:
             message = queries.read_first(cursor, vt, [registry.FIRST_MARK])
             self._renders_in_a_row += message is not None
         if message is None:
@@ -210,6 +217,9 @@ class Worker:
             self._give_back(attempt, str(preempted))
         except Exception as error:
             attempt.error = error
+            if (dependency := dependency_down(error)) is not None:
+                self._wait_out(attempt, dependency, error)
+                return
             self._carry_out(outcome.after_error(error, attempt.number, self.config.retry_backoff_s), attempt)
         else:
             self.state.update(last_job_at=time.time(), jobs_done=self.state.jobs_done + 1)
@@ -235,15 +245,33 @@ class Worker:
         self.state.update(preemptions=self.state.preemptions + 1, last_preemption_at=time.time())
         log.info("job_preempted", extra={**attempt.fields, "outcome": "given_back", "detail": why, "ms": attempt.ms()})
 
+    def _wait_out(self, attempt: Try, dependency: Dependency, error: Exception) -> None:
+        """A try that met an outage, rolled back: its read uncounted (the outage is not the job's failure), its
+        message visible again at the next probe (a privacy job, read even during the wait, is not tried in a tight
+        loop); the reader waits the outage out (jobqueue/outage.py)."""
+        self.outage.begin(dependency, error, attempt.fields)
+        with self.session.lease.guard():
+            queries.give_back(self.session.cursor, attempt.msg_id, attempt.number, self.outage.probe_in_s)
+        log.info(
+            "job_given_back",
+            extra={**attempt.fields, "outcome": "outage", "waiting_for": dependency.name, "ms": attempt.ms()},
+        )
+
+    def _name_the_wait(self, waiting: str | None) -> None:
+        """The reader's session names the outage it waits out, for queue_status (its application_name)."""
+        name = f"{WAITING_PREFIX}{waiting}" if waiting else APPLICATION_NAME
+        with self.session.lease.guard():
+            queries.set_application_name(self.session.cursor, name)
+
     def _give_back_cut_short(self) -> None:
-        """The try a lost session cut short was rolled back with it: its message is visible again now, its read
-        counted (as a failed try's), unless another reader read it meanwhile. Left hidden, it came back only after
-        the visibility timeout (a minute with several readers), and a privacy job whose try met a database
-        restart waited that long to hide anything."""
+        """The try a lost session cut short was rolled back with it: its message is visible again now and its read
+        uncounted (the database's outage is not the job's failure), unless another reader read it meanwhile. Left
+        hidden, it came back only after the visibility timeout (a minute with several readers), and a privacy job
+        whose try met a database restart waited that long to hide anything."""
         attempt = self._cut_short
         if attempt is None:
             return
-        visible = queries.make_visible(self.session.cursor, attempt.msg_id, attempt.number)
+        visible = queries.give_back(self.session.cursor, attempt.msg_id, attempt.number)
         self._cut_short = None
         # Not visible: another reader read it meanwhile, or a commit whose answer the loss swallowed deleted it.
         log.info("cut_short_visible", extra={**attempt.fields, "outcome": "visible" if visible else "gone_or_read"})

@@ -1,9 +1,11 @@
 """Storage outages and bad uploads: nothing lost, nothing published that should not be."""
 
+import threading
+
+import botocore.exceptions
 import pytest
 from django.core.files.storage import default_storage
 
-from faces.jobs import photo_jobs
 from faces.models import Photo, PhotoVariant
 from faces.rendering import files
 from momentlens.devservices import samples
@@ -17,62 +19,80 @@ pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retrie
 
 
 class Outage:
-    """Stops the real S3 server just before upload number `stop_at`; with `recover`, the next
-    job try finds it running again (restarted before the try reads its upload)."""
+    """Stops the real S3 server just before upload number `stop_at`, and starts it again `back_after_s` later."""
 
-    def __init__(self, seaweed, monkeypatch, *, stop_at: int, recover: bool):
+    def __init__(self, seaweed, monkeypatch, *, stop_at: int, back_after_s: float):
         self.seaweed, self.calls = seaweed, 0
-        real_put, real_read = files.put, photo_jobs.read_object
+        real_put = files.put
+        self._timer = threading.Timer(back_after_s, seaweed.start)
 
         def put(key, data):
             self.calls += 1
             if self.calls == stop_at:
                 seaweed.stop()
+                self._timer.start()
             return real_put(key, data)
 
-        def read_object(key):
-            if recover and seaweed._process is None:
-                seaweed.start()
-            return real_read(key)
-
         monkeypatch.setattr(files, "put", put)
-        monkeypatch.setattr(photo_jobs, "read_object", read_object)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
+        self._timer.join()
         if self.seaweed._process is None:
             self.seaweed.start()
 
 
-def test_an_outage_between_uploads_fails_the_try_and_the_retry_publishes(dnp_photo, seaweed, monkeypatch):
+def test_a_blip_between_uploads_is_retried_in_place_and_the_first_try_publishes(dnp_photo, seaweed, monkeypatch):
     photo = dnp_photo
-    # Upload 1 succeeds, the server dies before upload 2; it is back for the retry's first upload.
+    # Upload 1 succeeds, the server dies before upload 2 and is back 2 s later: within the upload's own retries.
     msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
-    with Outage(seaweed, monkeypatch, stop_at=2, recover=True) as outage:
+    with Outage(seaweed, monkeypatch, stop_at=2, back_after_s=2):
         run_worker_drain()
 
     photo.refresh_from_db()
-    assert outage.calls > 4, "a failed try, then a full retry"
     assert photo.processed_at is not None
-    assert photo.variant_version == 1, "the failed try's version bump rolled back with it"
+    assert photo.variant_version == 1
     assert PhotoVariant.objects.filter(photo=photo).count() == 1
     assert_every_row_key_exists(photo)
     assert queue_rows() == []
     assert msg_id not in archived()
 
 
-def test_an_outage_in_every_try_unpublishes_the_photo_and_archives_the_message(dnp_photo, seaweed, monkeypatch):
+def test_an_outage_past_the_upload_retries_is_waited_out_uncounted(dnp_photo, seaweed, monkeypatch, caplog):
+    photo = dnp_photo
+    msg_id = send({"job": "face_process", "photo_id": str(photo.id)})
+    with Outage(seaweed, monkeypatch, stop_at=2, back_after_s=12) as outage:
+        run_worker_drain()
+
+    photo.refresh_from_db()
+    assert outage.calls > 4, "a try given back, then a full one"
+    assert photo.processed_at is not None
+    assert photo.variant_version == 1, "the given-back try's version bump rolled back with it"
+    assert_every_row_key_exists(photo)
+    done = [line for line in log_lines(caplog, "job_done") if f"msg_id={msg_id} " in line]
+    assert len(done) == 1
+    assert " try=1 " in done[0], "the outage spent no try"
+    assert msg_id not in archived()
+
+
+def test_a_storage_error_of_the_jobs_own_in_every_try_unpublishes_the_photo_and_archives_it(dnp_photo, monkeypatch):
+    """A 403 (a key refused) is the request's own fault, no outage: three tries, then archived (the brief's rule)."""
     photo = dnp_photo
     send({"job": "face_process", "photo_id": str(photo.id)})
     run_worker_drain()
     photo.refresh_from_db()
     published = (photo.public_key, photo.public_thumb_key)
 
+    def refused(key, data):
+        raise botocore.exceptions.ClientError(
+            {"Error": {"Code": "AccessDenied"}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "PutObject"
+        )
+
+    monkeypatch.setattr(files, "put", refused)
     msg_id = send({"job": "face_process", "photo_id": str(photo.id)})  # re-sent: renders again
-    with Outage(seaweed, monkeypatch, stop_at=1, recover=False):
-        run_worker_drain()
+    run_worker_drain()
 
     photo.refresh_from_db()
     assert archived() == {msg_id: (3, "failed")}
@@ -158,7 +178,7 @@ def test_a_failed_delete_after_commit_is_swept_later(dnp_photo, monkeypatch, cap
 
 
 def test_a_retry_in_the_same_process_reuses_the_failed_trys_detection(dnp_photo, seaweed, monkeypatch):
-    """The first try detected, then failed on an upload: its face rows rolled back, its detection did not."""
+    """The first try detected, then met an outage on an upload: its face rows rolled back, its detection did not."""
     from faces.engines import resident_engine
 
     engine = resident_engine()
@@ -166,11 +186,11 @@ def test_a_retry_in_the_same_process_reuses_the_failed_trys_detection(dnp_photo,
     real_analyze = engine.analyze
     monkeypatch.setattr(engine, "analyze", lambda image, **kw: analyzed.append(1) or real_analyze(image, **kw))
     send({"job": "face_process", "photo_id": str(dnp_photo.id)})
-    with Outage(seaweed, monkeypatch, stop_at=2, recover=True) as outage:
+    with Outage(seaweed, monkeypatch, stop_at=2, back_after_s=12) as outage:
         run_worker_drain()
 
     dnp_photo.refresh_from_db()
-    assert outage.calls > 4, "a failed try, then a full retry"
+    assert outage.calls > 4, "a try given back, then a full one"
     assert dnp_photo.processed_at is not None
     assert len(analyzed) == 1, "detected once for two tries"
     assert dnp_photo.faces.count() == 6

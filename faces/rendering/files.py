@@ -8,6 +8,7 @@ deleted after the commit (faces/rendering/sweep.py).
 """
 
 import logging
+import time
 import uuid
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
@@ -24,12 +25,15 @@ from faces.models import Face, Photo, PhotoVariant
 from faces.publication import publish
 from faces.rendering import keys
 from faces.rendering.painters import painters_of, region_box
+from faces.storage_io import storage_down
 
 log = logging.getLogger("faces.rendering")
 
 # Uploads are network waits, not CPU: they overlap the next file's render and encode
 # (OpenCV releases the GIL).
 UPLOAD_THREADS = 4
+# A file's upload is tried again after these pauses when storage blips (each try is botocore's own three).
+PUT_RETRY_S = (1.0, 2.0, 4.0)
 
 
 @cache
@@ -167,6 +171,17 @@ def _point_at(photo: Photo, viewer: uuid.UUID | None, key: str, thumb_key: str) 
 
 
 def put(key: str, data: bytes) -> None:
-    saved = default_storage.save(key, ContentFile(data))
+    """Write one file; a blip of storage (storage_io.storage_down) is retried here, PUT_RETRY_S apart, so that a
+    long render (a clip's minutes) is not lost for one failed upload. A longer outage reaches the consumer, which
+    waits it out (jobqueue/outage.py)."""
+    for delay_s in (*PUT_RETRY_S, None):
+        try:
+            saved = default_storage.save(key, ContentFile(data))
+            break
+        except Exception as error:
+            if delay_s is None or not storage_down(error):
+                raise
+            log.warning("upload_retry", extra={"key": key, "error": str(error)[:200], "retry_s": delay_s})
+            time.sleep(delay_s)
     if saved != key:
         raise RuntimeError(f"storage wrote {saved} instead of {key}")

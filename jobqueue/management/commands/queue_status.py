@@ -5,13 +5,15 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
 from jobqueue import queries, registry
+from jobqueue.worker import WAITING_PREFIX
 
 
 class Command(BaseCommand):
     help = (
         "Print the jobs queue's length, visible/hidden counts, oldest age, the queue by class (privacy jobs, the "
         "renders they sent first, the rest: waiting, oldest waiting, hidden) with the privacy jobs running, the "
-        "reader slots (who holds each and what it works on) and recent archive reasons."
+        "reader slots (who holds each and what it works on), the readers waiting out an outage and recent archive "
+        "reasons."
     )
 
     def add_arguments(self, parser):
@@ -27,6 +29,7 @@ class Command(BaseCommand):
             slots = queries.reader_slots(cursor, settings.WORKER_READER_SLOTS)
             classes = queries.queue_classes(cursor, registry.privacy_jobs(), registry.FIRST_MARK)
             running, blocked = queries.privacy_running(cursor)
+            waiting = queries.waiting_readers(cursor, WAITING_PREFIX)
         oldest = "-" if metrics.oldest_age_s is None else f"{metrics.oldest_age_s}s"
         readers = ",".join(str(slot.pid) for slot in slots if slot.pid) or "-"
         self.stdout.write(
@@ -44,6 +47,8 @@ class Command(BaseCommand):
                 if slot.pid
                 else f"slot={slot.slot} reader_pid=- (free)"
             )
+        for pid, what in waiting:
+            self.stdout.write(f"reader_pid={pid} waiting_for={what}")
         for message in recent:
             self.stdout.write(
                 f"archived msg_id={message.msg_id} at={message.archived_at:%Y-%m-%dT%H:%M:%SZ} "

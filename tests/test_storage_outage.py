@@ -1,0 +1,135 @@
+"""Storage down for minutes is waited out, not counted against the jobs (docs/ARCHITECTURE.md §9, "Outages").
+
+The real SeaweedFS S3 server is stopped under a queue of stills and a clip, with the worker running (its own loop,
+in this process, its /health on a loopback port); a thread watches /health, and starts the server again.
+"""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from faces.models import EventMember, Photo
+from jobqueue import reporting
+from momentlens.devservices import samples
+from momentlens.devservices.pixels import difference, face_core
+from tests.support import factories
+from tests.support.media_samples import faceless_then, video
+from tests.support.ports import free_port
+from tests.support.publishing_helpers import read_image, run_worker_drain
+from tests.support.queue_helpers import archived, queue_rows, send
+from tests.support.waiting import poll
+from tests.support.worker_health import health
+
+pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries", "test_thresholds")
+
+OUTAGE_S = 120
+
+
+class Outage(threading.Thread):
+    """Keeps the S3 server stopped for `seconds` (from now), then starts it again; meanwhile reads /health once
+    the worker says it waits, and runs `during` (a check made while storage is down)."""
+
+    def __init__(self, seaweed, seconds: float, port: int, during=None):
+        super().__init__(daemon=True)
+        self.seaweed, self.seconds, self.port, self.during = seaweed, seconds, port, during
+        self.health: tuple[int, dict] = (0, {})
+        self.failure: BaseException | None = None
+        self.back_at = 0.0
+        seaweed.stop()
+        self.began = time.monotonic()
+
+    def run(self) -> None:
+        from django.db import connection
+
+        try:
+            poll(lambda: health(self.port)[1].get("waiting_for") == "storage", timeout=self.seconds, interval=0.2)
+            self.health = health(self.port)
+            if self.during is not None:
+                self.during()
+        except BaseException as error:
+            self.failure = error
+        finally:
+            connection.close()
+            time.sleep(max(0.0, self.began + self.seconds - time.monotonic()))
+            self.seaweed.start()
+            self.back_at = time.monotonic()
+
+
+@pytest.fixture
+def reports(monkeypatch) -> dict:
+    """What the worker sends Sentry, by kind (the real transport: tests/test_worker_process.py)."""
+    sent = {"outage": [], "final": []}
+    monkeypatch.setattr(reporting, "report_outage", lambda error, **kw: sent["outage"].append(kw))
+    monkeypatch.setattr(reporting, "report_final_failure", lambda error, **kw: sent["final"].append(kw))
+    return sent
+
+
+def drain_with_health(port: int) -> float:
+    from django.core.management import call_command
+
+    call_command("run_worker", "--drain", "--health-port", str(port))
+    return time.monotonic()
+
+
+def test_two_minutes_without_storage_archive_nothing_and_everything_is_published_after(
+    seaweed, group, group_faces, reports
+):
+    event = factories.event()
+    factories.member_with_reference(event, group, group_faces[0])  # a DNP guest: every photo is rendered
+    pictures = [group, samples.recolour(group, hue_shift=4, gain=1.05), samples.tom_hanks()]
+    photos = [factories.photo(event, picture) for picture in pictures]
+    small = np.ascontiguousarray(group[::2, ::2])
+    photos.append(factories.photo(event, data=video(faceless_then(small, 6), ".mp4")))
+    for photo in photos:
+        send({"job": "face_process", "photo_id": str(photo.id)})
+    port = free_port()
+
+    outage = Outage(seaweed, OUTAGE_S, port)
+    outage.start()
+    drained_at = drain_with_health(port)
+    outage.join(OUTAGE_S + 30)
+
+    assert outage.failure is None, outage.failure
+    status, body = outage.health
+    assert status == 503
+    assert (body["status"], body["waiting_for"]) == ("waiting_for_storage", "storage")
+    assert body["waiting_for_s"] is not None
+    assert archived() == {}, "an outage is no failed try"
+    assert queue_rows() == []
+    assert all(Photo.objects.get(id=photo.id).processed_at is not None for photo in photos)
+    assert len(reports["outage"]) == 1, "one Sentry event for the outage, not one per message"
+    assert reports["final"] == []
+    assert drained_at - outage.back_at < 60, "work resumes by itself once storage answers"
+
+
+def test_a_dnp_change_hides_during_the_outage_and_renders_once_storage_is_back(seaweed, group, group_faces, reports):
+    event = factories.event()
+    guest = factories.member_with_reference(event, group, group_faces[0], dnp=False)
+    photo = factories.photo(event, group)
+    send({"job": "face_process", "photo_id": str(photo.id)})
+    run_worker_drain()
+    photo.refresh_from_db()
+    assert photo.public_key == photo.upload_key, "published as it was: nobody asked"
+    EventMember.objects.filter(event=event, user_id=guest).update(do_not_publish=True)
+    send({"job": "reprocess_event", "event_id": str(event.id)})
+    hidden = []
+
+    def hidden_while_storage_is_down():
+        hidden.append(Photo.objects.get(id=photo.id).processed_at is None)
+
+    port = free_port()
+    outage = Outage(seaweed, 20, port, during=hidden_while_storage_is_down)
+    outage.start()
+    drain_with_health(port)
+    outage.join(60)
+
+    assert outage.failure is None, outage.failure
+    assert hidden == [True], "the hide needs the database alone"
+    photo.refresh_from_db()
+    assert photo.processed_at is not None
+    guest_face = min(photo.faces.all(), key=lambda face: face.box_x)
+    public, upload = read_image(photo.public_key), read_image(photo.upload_key)
+    assert difference(face_core(public, guest_face), face_core(upload, guest_face)) > 10, "blurred once back"
+    assert archived() == {}
