@@ -33,13 +33,9 @@ def test_storage_is_down_for_connection_failures_and_5xx_and_never_for_the_reque
 
 
 def test_the_faces_app_registers_storage_and_an_outage_is_found_behind_what_it_caused():
-    try:
-        try:
-            raise botocore.exceptions.EndpointConnectionError(endpoint_url="http://r2")
-        except botocore.exceptions.EndpointConnectionError as cause:
-            raise RuntimeError("upload failed") from cause
-    except RuntimeError as error:
-        assert dependency_down(error).name == "storage"
+    wrapped = RuntimeError("upload failed")
+    wrapped.__cause__ = botocore.exceptions.EndpointConnectionError(endpoint_url="http://r2")
+    assert dependency_down(wrapped).name == "storage"
     assert dependency_down(RuntimeError("a bug")) is None
 
 
