@@ -61,7 +61,9 @@ def test_the_reduced_chaos_run_keeps_every_invariant(tmp_path):
     assert invariants["CLIPS_RENDERED"] == {"display": "2. no multi-frame upload published as itself", "violations": 0}
     # Stills with more than one picture in their bytes, or turned: run through the engine, file by file.
     assert figures["rendered_still_files"] >= 1
-    assert len(invariants) == 16
+    assert len(invariants) == 17
+    assert invariants["NONE_ARCHIVED_FOR_AN_OUTAGE"]["violations"] == 0
+    assert report["archived_for_outage"] == 0
     assert all(invariant["violations"] == 0 for invariant in invariants.values())
     assert invariants["ONE_READER_AT_A_TIME"]["violations"] == 0
     # A member turned on Do Not Publish mid-run: hidden in one job, whatever the queue held.

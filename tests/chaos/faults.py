@@ -60,6 +60,7 @@ def s3_outage(chaos: Chaos) -> None:
     services.s3.stop()
     time.sleep(chaos.rng.uniform(1.5, 4.0))
     services.s3.start()
+    chaos.report.storage_returns.append(time.time())
     services.s3_down.clear()
 
 

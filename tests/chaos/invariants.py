@@ -1,4 +1,4 @@
-"""The sixteen invariants a chaos run must keep, and the check of each once the run is over."""
+"""The seventeen invariants a chaos run must keep, and the check of each once the run is over."""
 
 import enum
 from collections import Counter
@@ -8,6 +8,7 @@ class Invariant(enum.Enum):
     """Each invariant; its value is the row the table prints."""
 
     MESSAGES_ENDED = "1. every message deleted or archived, with a reason"
+    NONE_ARCHIVED_FOR_AN_OUTAGE = "1. no message archived because storage or the database was down"
     DNP_FACES_BLURRED = "2. no DNP face left unblurred in a published file"
     EDGE_CUT_FACES_BLURRED = "2. no DNP face cut by the image edge left unblurred to that edge"
     CLIPS_RENDERED = "2. no multi-frame upload published as itself"
@@ -39,6 +40,7 @@ def check_invariants(chaos) -> None:
     snapshot = storage_snapshot(chaos.services)
     checks = {
         Invariant.MESSAGES_ENDED: lambda: unended_messages(chaos),
+        Invariant.NONE_ARCHIVED_FOR_AN_OUTAGE: lambda: archived_for_an_outage(chaos),
         Invariant.DNP_FACES_BLURRED: lambda: blur_checks.unblurred_stills(chaos) + blur_checks.unblurred_clips(chaos),
         Invariant.EDGE_CUT_FACES_BLURRED: lambda: blur_checks.unblurred_edge_cuts(chaos),
         Invariant.CLIPS_RENDERED: lambda: clip_checks.media_published_as_itself(chaos, snapshot),
@@ -58,6 +60,7 @@ def check_invariants(chaos) -> None:
     for invariant, check in checks.items():
         chaos.report.invariants[invariant] = check()
     chaos.report.abandoned_waits = reader_checks.abandoned_waits(chaos, lines)
+    chaos.report.notes.append(resumed_after_storage(chaos, lines))
     chaos.report.notes += [storage_checks.sweep_summary(lines), clip_checks.media_summary(chaos, lines)]
 
 
@@ -78,3 +81,40 @@ def unended_messages(chaos) -> int:
         reasons = conn.execute("SELECT headers->>'archived_reason', count(*) FROM pgmq.a_jobs GROUP BY 1").fetchall()
     chaos.report.archived = Counter(dict(reasons))
     return left + unexplained
+
+
+# How an outage's error reads in the archive (jobqueue.outcome's summary: "Type: message"): a connection botocore
+# could not make or keep, S3 answering with a server error, the database gone.
+OUTAGE_ERROR = (
+    r"^(EndpointConnectionError|ConnectTimeoutError|ReadTimeoutError|ConnectionClosedError|ProxyConnectionError"
+    r"|ClientError: An error occurred \((500|502|503|504|InternalError|ServiceUnavailable|SlowDown)\)"
+    r"|OperationalError|InterfaceError)"
+)
+
+
+def archived_for_an_outage(chaos) -> int:
+    """Archived messages whose error is an outage's (jobqueue/outage.py waits those out instead)."""
+    with chaos.services.db() as conn:
+        count = conn.execute(
+            "SELECT count(*) FROM pgmq.a_jobs WHERE headers->>'error' ~ %s", [OUTAGE_ERROR]
+        ).fetchone()[0]
+    chaos.report.archived_for_outage = count
+    return count
+
+
+def resumed_after_storage(chaos, lines: list[dict]) -> str:
+    """Per S3 outage the run made, how long after the server was back a waiting reader read on (its
+    `outage_ends` line; none when no try met that outage)."""
+    from tests.chaos.worker_logs import log_time
+
+    ends = sorted(log_time(fields) for fields in lines if fields["event"] == "outage_ends")
+    waits = []
+    for back in chaos.report.storage_returns:
+        after = [end - back for end in ends if end >= back - 1.0]
+        if after and after[0] < 60:
+            waits.append(max(0.0, after[0]))
+    most = f"{max(waits):.1f} s" if waits else "-"
+    return (
+        f"storage outages: {len(chaos.report.storage_returns)}, waited out by a reader: {len(waits)}; "
+        f"the longest a reader read on after storage was back: {most}"
+    )

@@ -51,6 +51,10 @@ class Report:
     retries: int = 0
     resent_from_archive: int = 0
     archived: Counter = field(default_factory=Counter)
+    # Of them, archived because storage or the database was down (none, since jobqueue/outage.py).
+    archived_for_outage: int = 0
+    # When each S3 outage of the run ended (epoch seconds): the server answering again.
+    storage_returns: list[float] = field(default_factory=list)
     invariants: dict[Invariant, int] = field(default_factory=dict)
     drain_timed_out: bool = False
     notes: list[str] = field(default_factory=list)
@@ -81,6 +85,7 @@ class Report:
     def table(self, seconds: float) -> str:
         rows = self.counts_rows()
         rows += [f"| archived: {reason} | {count} |" for reason, count in sorted(self.archived.items())]
+        rows += [f"| archived because of an outage | {self.archived_for_outage} |"]
         rows += ["", "| invariant | violations |", "|---|---:|"]
         rows += [f"| {DRAIN_TIMEOUT} | 1 |"] if self.drain_timed_out else []
         rows += [f"| {invariant.value} | {count} |" for invariant, count in self.invariants.items()]
@@ -120,6 +125,7 @@ class Report:
             },
             "faults": {kind: self.faults[kind] for kind in FAULT_KINDS},
             "archived": dict(sorted(self.archived.items())),
+            "archived_for_outage": self.archived_for_outage,
             "jobs": {"seeded": self.jobs, "handled": self.handled, "retried": self.retries},
             "resent_from_archive": self.resent_from_archive,
             "orphans": {"seen": self.orphans_seen, "survived_at_most_s": round(self.orphan_longest_s, 1)},
