@@ -103,18 +103,18 @@ def archived_for_an_outage(chaos) -> int:
 
 
 def resumed_after_storage(chaos, lines: list[dict]) -> str:
-    """Per S3 outage the run made, how long after the server was back a waiting reader read on (its
-    `outage_ends` line; none when no try met that outage)."""
+    """How long after the S3 server was back each waiting reader read on: each `outage_ends` line against the
+    latest return of storage before it."""
     from tests.chaos.worker_logs import log_time
 
-    ends = sorted(log_time(fields) for fields in lines if fields["event"] == "outage_ends")
+    returns = chaos.report.storage_returns
     waits = []
-    for back in chaos.report.storage_returns:
-        after = [end - back for end in ends if end >= back - 1.0]
-        if after and after[0] < 60:
-            waits.append(max(0.0, after[0]))
+    for end in sorted(log_time(fields) for fields in lines if fields["event"] == "outage_ends"):
+        before = [back for back in returns if back <= end + 1.0]  # log stamps are truncated to the millisecond
+        if before:
+            waits.append(max(0.0, end - max(before)))
     most = f"{max(waits):.1f} s" if waits else "-"
     return (
-        f"storage outages: {len(chaos.report.storage_returns)}, waited out by a reader: {len(waits)}; "
-        f"the longest a reader read on after storage was back: {most}"
+        f"storage outages: {len(returns)}, waits that ended: {len(waits)}; the longest a reader read on after "
+        f"storage was back: {most}"
     )
