@@ -35,6 +35,7 @@ SYSTEM_FILES = {
     "test_privacy_lane.py",
     "test_production_path.py",
     "test_reader_slots.py",
+    "test_storage_outage.py",
     "test_video_coverage.py",
     "test_worker_process.py",
     "test_worker_role.py",
