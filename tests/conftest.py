@@ -21,8 +21,8 @@ from momentlens.devservices.postgres import EmbeddedPostgres
 from momentlens.devservices.seaweedfs import SeaweedS3
 
 # The system tier (`pytest -m "not system"` leaves it out): files whose tests drive whole worker
-# processes, run the chaos, fuzz or demo runs, or render real video end to end. They hold most of
-# the suite's time, so the everyday loop skips them; `make test` runs everything (README, "Tests").
+# processes, run the chaos, fuzz or demo runs, stop storage for minutes, or render real video end to end. They
+# hold most of the suite's time, so the everyday loop skips them; `make test` runs everything (README, "Tests").
 SYSTEM_FILES = {
     "test_bench_smoke.py",
     "test_chaos.py",
