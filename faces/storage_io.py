@@ -2,6 +2,7 @@
 
 import botocore.exceptions
 from django.conf import settings
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from faces.media.limits import MediaTooLarge
@@ -10,8 +11,8 @@ from jobqueue.api import MissingObject
 _MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
 # Codes by which S3 says the service, not the request, is at fault (an answer with a 5xx status is too).
 _SERVICE_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "RequestTimeTooSkewed"}
-# What the outage probe asks about: an object nobody writes (HEAD answers "no" while storage is up).
-PROBE_KEY = "_worker_check/outage-probe"
+# What the outage probe writes and deletes (under worker_check's probe prefix, which no row names).
+PROBE_KEY = "_worker_check/outage-probe.txt"
 
 
 def read_object(key: str) -> bytes:
@@ -48,6 +49,7 @@ def storage_down(error: BaseException) -> bool:
     return False
 
 
-def probe_storage() -> bool:
-    """Raises while storage is down (one HEAD request)."""
-    return default_storage.exists(PROBE_KEY)
+def probe_storage() -> None:
+    """Raises while storage is down: one small object written and deleted, since a storage that answers reads
+    while its writes fail (a partial outage) would otherwise end the wait for a try that fails again at once."""
+    default_storage.delete(default_storage.save(PROBE_KEY, ContentFile(b"outage probe")))
