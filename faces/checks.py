@@ -12,14 +12,13 @@ import uuid
 from django.apps import apps
 from django.core.checks import CheckMessage, Info
 from django.core.checks import Warning as CheckWarning
-from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import connection
 
 from faces import queries
+from faces.storage_io import PROBE_PREFIX, round_trip
 from jobqueue.api import DATABASE_SQL_FIX, failed, skip_without_database
 
-PROBE_PREFIX = "_worker_check/"
 STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"
 
 
@@ -72,10 +71,7 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
     key = f"{PROBE_PREFIX}probe-{uuid.uuid4()}.txt"
     payload = b"momentlens worker_check probe"
     try:
-        saved = default_storage.save(key, ContentFile(payload))
-        with default_storage.open(saved, "rb") as handle:
-            read_back = handle.read()
-        default_storage.delete(saved)
+        read_back = round_trip(key, payload)
     except Exception as error:
         return failed(
             "storage",

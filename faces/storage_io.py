@@ -11,8 +11,8 @@ from jobqueue.api import MissingObject
 _MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
 # Codes by which S3 says the service, not the request, is at fault (an answer with a 5xx status is too).
 _SERVICE_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "RequestTimeTooSkewed"}
-# What the outage probe writes and deletes (under worker_check's probe prefix, which no row names).
-PROBE_KEY = "_worker_check/outage-probe.txt"
+# Where worker_check's storage check and the outage probe write their small objects: no row names them.
+PROBE_PREFIX = "_worker_check/"
 
 
 def read_object(key: str) -> bytes:
@@ -49,7 +49,16 @@ def storage_down(error: BaseException) -> bool:
     return False
 
 
+def round_trip(key: str, payload: bytes) -> bytes:
+    """Write `payload` at `key`, read it back, delete it: what was read back. Raises what storage raises."""
+    saved = default_storage.save(key, ContentFile(payload))
+    with default_storage.open(saved, "rb") as handle:
+        read_back = handle.read()
+    default_storage.delete(saved)
+    return read_back
+
+
 def probe_storage() -> None:
-    """Raises while storage is down: one small object written and deleted, since a storage that answers reads
-    while its writes fail (a partial outage) would otherwise end the wait for a try that fails again at once."""
-    default_storage.delete(default_storage.save(PROBE_KEY, ContentFile(b"outage probe")))
+    """Raises while storage is down: one small object written, read and deleted, since a storage that answers
+    reads while its writes fail (a partial outage) would otherwise end the wait for a try that fails again."""
+    round_trip(f"{PROBE_PREFIX}outage-probe.txt", b"outage probe")

@@ -23,8 +23,8 @@ from jobqueue.health import WorkerState
 
 log = logging.getLogger("jobqueue.worker")
 
-# The first probe's delay, doubled after each failed probe up to PROBE_MAX_S: storage is back within seconds of
-# its return (a HEAD every few seconds costs nothing).
+# The first probe's delay, doubled after each failed probe up to PROBE_MAX_S: the reader reads on within seconds
+# of storage's return (one small write every few seconds, during an outage only, costs nothing).
 PROBE_FIRST_S = 1.0
 PROBE_MAX_S = 5.0
 

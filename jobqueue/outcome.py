@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from jobqueue.errors import PermanentJobError, RowGone
+from jobqueue.outage import Dependency, dependency_down
 
 MAX_TRIES = 3
 MAX_BACKOFF_S = 60.0
@@ -21,6 +22,7 @@ class Action(StrEnum):
     DELETE = "delete"  # nothing to do: the row it names is gone
     RETRY = "retry"  # visible again after `delay_s`, read before any newer message
     ARCHIVE = "archive"
+    WAIT_OUT = "wait_out"  # an outage of `waiting_for`: given back uncounted, the reader waits (jobqueue/outage.py)
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,8 @@ class Outcome:
     delay_s: float = 0.0
     # A final failure: reported to Sentry as well as logged.
     final: bool = False
+    # With WAIT_OUT: the dependency that is down.
+    waiting_for: Dependency | None = None
 
 
 RUN = Outcome(Action.RUN)
@@ -49,12 +53,15 @@ def before_running(read_ct: int, problem: PermanentJobError | None) -> Outcome:
 
 
 def after_error(error: Exception, read_ct: int, retry_backoff_s: float) -> Outcome:
-    """The try numbered `read_ct` raised `error` (and was rolled back)."""
+    """The try numbered `read_ct` raised `error` (and was rolled back). An outage of something the job depends on
+    is not its failure, whatever its try."""
     if isinstance(error, RowGone):
         return Outcome(Action.DELETE, "row_gone", str(error))
     if isinstance(error, PermanentJobError):
         return Outcome(Action.ARCHIVE, error.reason, str(error))
     summary = f"{type(error).__name__}: {error}"
+    if (dependency := dependency_down(error)) is not None:
+        return Outcome(Action.WAIT_OUT, "outage", summary, waiting_for=dependency)
     if read_ct >= MAX_TRIES:
         return Outcome(Action.ARCHIVE, "failed", summary, final=True)
     return Outcome(Action.RETRY, "failed_try", summary, delay_s=backoff(read_ct, retry_backoff_s))

@@ -28,7 +28,7 @@ from jobqueue.attempt import Try
 from jobqueue.health import WorkerState
 from jobqueue.heartbeat import Heartbeat
 from jobqueue.lease import DatabaseLost
-from jobqueue.outage import Dependency, OutageWait, dependency_down
+from jobqueue.outage import Dependency, OutageWait
 from jobqueue.outcome import Action, Outcome
 from jobqueue.preemption import PRIVACY_VT_S, Preempted, Preemption
 from jobqueue.redaction import redact
@@ -217,9 +217,6 @@ class Worker:
             self._give_back(attempt, str(preempted))
         except Exception as error:
             attempt.error = error
-            if (dependency := dependency_down(error)) is not None:
-                self._wait_out(attempt, dependency, error)
-                return
             self._carry_out(outcome.after_error(error, attempt.number, self.config.retry_backoff_s), attempt)
         else:
             self.state.update(last_job_at=time.time(), jobs_done=self.state.jobs_done + 1)
@@ -245,11 +242,11 @@ class Worker:
         self.state.update(preemptions=self.state.preemptions + 1, last_preemption_at=time.time())
         log.info("job_preempted", extra={**attempt.fields, "outcome": "given_back", "detail": why, "ms": attempt.ms()})
 
-    def _wait_out(self, attempt: Try, dependency: Dependency, error: Exception) -> None:
+    def _wait_out(self, attempt: Try, dependency: Dependency) -> None:
         """A try that met an outage, rolled back: its read uncounted (the outage is not the job's failure), its
         message visible again at the next probe (a privacy job, read even during the wait, is not tried in a tight
         loop); the reader waits the outage out (jobqueue/outage.py)."""
-        self.outage.begin(dependency, error, attempt.fields)
+        self.outage.begin(dependency, attempt.error, attempt.fields)
         with self.session.lease.guard():
             queries.give_back(self.session.cursor, attempt.msg_id, attempt.number, self.outage.probe_in_s)
         log.info(
@@ -279,6 +276,8 @@ class Worker:
     def _carry_out(self, decided: Outcome, attempt: Try) -> None:
         if decided.action is Action.ARCHIVE:
             self._archive(decided, attempt)
+        elif decided.action is Action.WAIT_OUT:
+            self._wait_out(attempt, decided.waiting_for)
         elif decided.action is Action.DELETE:
             with self.session.lease.guard():
                 queries.delete(self.session.cursor, attempt.msg_id)

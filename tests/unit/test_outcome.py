@@ -67,3 +67,15 @@ def test_the_third_failure_archives_as_failed_and_is_reported():
 def test_the_backoff_stops_growing_at_a_minute():
     assert [outcome.backoff(tries, 5.0) for tries in (1, 2, 3, 4, 5)] == [5.0, 10.0, 20.0, 40.0, 60.0]
     assert outcome.backoff(30, 5.0) == outcome.MAX_BACKOFF_S
+
+
+def test_an_outage_is_waited_out_whatever_the_try_and_a_job_s_own_error_is_not():
+    import botocore.exceptions
+
+    down = botocore.exceptions.EndpointConnectionError(endpoint_url="http://r2")
+    for read_ct in (1, 3):
+        decided = outcome.after_error(down, read_ct, 0.01)
+        assert (decided.action, decided.reason, decided.final) == (Action.WAIT_OUT, "outage", False)
+        assert decided.waiting_for.name == "storage"
+    assert outcome.after_error(MissingObject("no object"), 1, 0.01).action is Action.ARCHIVE
+    assert outcome.after_error(RuntimeError("a bug"), 3, 0.01).action is Action.ARCHIVE
