@@ -1,13 +1,17 @@
-"""What one face_process costs, the baseline revision's worker beside this tree's, through the real worker.
+"""What one face_process costs, the baseline revision's worker beside this tree's, through the real worker,
+and both against the job's floor.
 
 The 12 MP scene of bench/pipeline.py (t1.jpg upscaled, light noise, six guests) in an event with two DNP
 members (references of two of its guests, made by each worker's own reference_process from portraits cut
-out of t1), uploaded --photos times. Each worker drains its own copy, one job at a time on one onnxruntime
-thread, in --rounds rounds taken in turn (baseline, this tree, baseline, ...) so that a slower minute of
-the machine falls on both. The table gives the median `ms` of the workers' own `event=job_done
+out of t1), uploaded --photos times; with --clip, bench/media.py's clip of the same six guests drifting
+(--clip-seconds long, 30 fps, with sound) instead. Each worker drains its own copy, one job at a time on one
+onnxruntime thread, in --rounds rounds taken in turn (baseline, this tree, baseline, ...) so that a slower
+minute of the machine falls on both. The job's floor (bench/floor.py) is measured once a round, in this
+process, between the two workers. The table gives the median `ms` of the workers' own `event=job_done
 job=face_process` log lines.
 
-Usage: python bench/job_cost.py [--photos 3] [--rounds 2] [--megapixels 12] [--baseline REV]
+Usage: python bench/job_cost.py [--photos 3] [--rounds 2] [--megapixels 12 | --clip 1080p] [--clip-seconds 6]
+                                [--baseline REV]
 """
 
 import argparse
@@ -20,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import floor, media  # noqa: E402
 from bench.baseline import beside_baseline, drain, empty_database, send, worker_env  # noqa: E402
 from bench.dnp_visibility import BASELINE  # noqa: E402
 
@@ -32,26 +37,40 @@ def main() -> None:
     parser.add_argument("--photos", type=int, default=3, help="face_process jobs per worker per round")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--megapixels", type=int, choices=sorted(SIDES), default=12)
+    parser.add_argument("--clip", choices=sorted(media.SIZES), help="a clip of this size instead of a photo")
+    parser.add_argument("--clip-seconds", type=float, default=6.0)
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     args = parser.parse_args()
-    upload = {}
+    upload, floors = {}, []
+
+    def measure(tree: Path, uri: str, folder: Path) -> list[int]:
+        if tree == ROOT:  # once a round, between the two workers
+            floors.append(1000 * floor_of(upload["bytes"], args.clip))
+        return one_round(tree, uri, folder, upload["bytes"], args.photos, extension="mp4" if args.clip else "jpg")
+
     runs = beside_baseline(
-        args.baseline,
-        lambda tree, uri, folder: one_round(tree, uri, folder, upload["bytes"], args.photos),
-        rounds=args.rounds,
-        before=lambda: upload.setdefault("bytes", scene_upload(args.megapixels)),
+        args.baseline, measure, rounds=args.rounds, before=lambda: upload.setdefault("bytes", scene_upload(args))
     )
-    print_table({name: [ms for jobs in rounds for ms in jobs] for name, rounds in runs.items()}, args)
+    times = {name: [ms for jobs in rounds for ms in jobs] for name, rounds in runs.items()}
+    print_table(times, statistics.median(floors), args)
 
 
-def scene_upload(megapixels: int) -> bytes:
+def scene_upload(args) -> bytes:
     from bench.pipeline import scene
     from faces.media.codec import encode_jpeg
 
-    return encode_jpeg(scene(*SIDES[megapixels]))
+    if args.clip:
+        return media.video_clip(*media.SIZES[args.clip], args.clip_seconds)
+    return encode_jpeg(scene(*SIDES[args.megapixels]))
 
 
-def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int) -> list[int]:
+def floor_of(upload: bytes, clip: str | None) -> float:
+    """The upload's floor, in seconds."""
+    passes = floor.detector_passes()
+    return floor.clip_floor(upload, passes) if clip else floor.still_floor(upload, passes)
+
+
+def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int, *, extension: str) -> list[int]:
     """The event seeded afresh, its references made and the photos processed by `tree`'s worker: each job's ms."""
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
@@ -71,7 +90,7 @@ def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int) ->
         send({"job": "reference_process", "reference_id": str(reference.id)})
     for _ in range(photos):
         photo_id = uuid.uuid4()
-        key = default_storage.save(f"events/{event.id}/uploads/{photo_id}.jpg", ContentFile(upload))
+        key = default_storage.save(f"events/{event.id}/uploads/{photo_id}.{extension}", ContentFile(upload))
         Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
         send({"job": "face_process", "photo_id": str(photo_id)})
     log = folder / f"worker-{uuid.uuid4().hex[:6]}.log"
@@ -82,16 +101,18 @@ def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int) ->
     return jobs
 
 
-def print_table(times: dict[str, list[int]], args) -> None:
+def print_table(times: dict[str, list[int]], floor_ms: float, args) -> None:
     jobs = f"{args.photos} jobs x {args.rounds} rounds"
-    print(f"\n## face_process, {args.megapixels} MP, 6 guests, 2 DNP members: {jobs}\n")
-    print("| worker | jobs | median ms | ratio vs baseline |")
-    print("|---|---:|---:|---:|")
+    what = f"a {args.clip_seconds:g} s {args.clip} clip" if args.clip else f"{args.megapixels} MP"
+    print(f"\n## face_process, {what}, 6 guests, 2 DNP members: {jobs}\n")
+    print("| worker | jobs | median ms | ratio vs baseline | ratio vs floor |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| floor (bench/floor.py) | {args.rounds} | {floor_ms:.0f} | | 1.00 |")
     base = None
     for name, jobs in times.items():
         median = statistics.median(jobs)
         base = base or median
-        print(f"| {name} | {len(jobs)} | {median:.0f} | {median / base:.2f} |")
+        print(f"| {name} | {len(jobs)} | {median:.0f} | {median / base:.2f} | {median / floor_ms:.2f} |")
 
 
 if __name__ == "__main__":

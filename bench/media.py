@@ -62,6 +62,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench import floor  # noqa: E402
+
 FPS = 30
 SIZES = {"720p": (1280, 720), "1080p": (1920, 1080), "4K": (3840, 2160)}
 GOAL_SECONDS = 15.0
@@ -118,6 +120,8 @@ def main() -> None:
     animation = animated_webp(args.animated_frames)
     rss_clips = peak_mb()
     decode_s = {name: decode_only(data) for name, data in clips.items()}
+    floor_passes = floor.detector_passes()
+    floors = {name: floor.clip_floor(data, floor_passes) for name, data in clips.items()}
 
     rows, anchors, animated = [], [], []
     for threads in thread_counts:
@@ -138,7 +142,7 @@ def main() -> None:
         animated.append(measure_animated(animation, engine, threads))
 
     print_videos(rows, args.seconds)
-    print_breakdown(rows, decode_s)
+    print_breakdown(rows, decode_s, floors)
     print_anchor(anchors, rows, args.skip_anchor)
     print_animated(animated, args.animated_frames)
     if not args.skip_coverage:
@@ -279,9 +283,7 @@ def warm_up(engine, size: tuple[int, int], *, video_frame: bool) -> None:
 
     width, height = size
     frame = Scene(width, height, 1.0, GROUP_WIDTH, noise=False).frame(0, 0.0)
-    plans = [video_frame_plan(width, height, deep=deep) for deep in (False, True)] if video_frame else [None]
-    for plan in plans:
-        engine.analyze(frame, plan=plan)
+    engine.analyze(frame, plan=video_frame_plan(width, height) if video_frame else None)
 
 
 @contextlib.contextmanager
@@ -306,7 +308,8 @@ def timed_method(owner, name: str, cell: list[float]):
 
 @contextlib.contextmanager
 def todays_plan():
-    """The video plan before this one, in this code: a look's fixed budget of 0.75x a 1080p frame's pixels,
+    """The video plan before this one, in this code: a look's fixed budget of 0.75x a 1080p frame's pixels on the
+    photo plan of before the cascade (candidates from 0.25 at every level, the second look's crop 2.5 face boxes),
     nothing searched between looks, no cut seen (every frame the same as the one before)."""
     import dataclasses
     import math
@@ -315,9 +318,11 @@ def todays_plan():
     from faces.detection import motion
     from faces.engines.pyramid import VIDEO_FINE_SCALE, VIDEO_PLAN, Plan
 
-    def fixed_budget(width: int, height: int, *, deep: bool = False) -> Plan:
+    before_the_cascade = dataclasses.replace(VIDEO_PLAN, fine_score_threshold=None, verify_context=2.5)
+
+    def fixed_budget(width: int, height: int) -> Plan:
         scale = min(VIDEO_FINE_SCALE, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
-        return dataclasses.replace(VIDEO_PLAN, fine_scale=round(scale, 3))
+        return dataclasses.replace(before_the_cascade, fine_scale=round(scale, 3))
 
     def blind(frames, watching: bool = True):
         return ((when, frame, motion.Change()) for when, frame in frames)
@@ -348,6 +353,7 @@ class Run:
     render_s: float = 0.0
     paint_s: float = 0.0
     output_mb: list[float] = field(default_factory=list)
+    steps: dict = field(default_factory=dict)  # StepTimes' seconds
 
     @property
     def total_s(self) -> float:
@@ -397,14 +403,15 @@ def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int,
     from faces.detection.clips import detect_clip
 
     analyze, paint = [0.0, 0], [0.0]
+    steps = StepTimes()
     began = time.perf_counter()
     clip = open_clip(data)
     opened = time.perf_counter()
-    with timed_method(engine, "analyze", analyze):
+    with timed_method(engine, "analyze", analyze), steps.timed():
         found = detect_clip(clip, engine)
-    detected = time.perf_counter()
-    painters, tracks = painters_for(clip, found, paint)
-    files = clip.render(painters)
+        detected = time.perf_counter()
+        painters, tracks = painters_for(clip, found, paint)
+        files = clip.render(painters)
     rendered = time.perf_counter()
     stages = {
         "open_s": opened - began,
@@ -413,7 +420,52 @@ def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int,
         "render_s": rendered - detected,
         "paint_s": paint[0],
     }
-    return clip, found, tracks, files, {**stages, "analyze_calls": analyze[1]}
+    return clip, found, tracks, files, {**stages, "analyze_calls": analyze[1], "steps": steps.seconds}
+
+
+class StepTimes:
+    """The wall time of the clip path's steps, each function that does one wrapped while `timed()` lasts: the
+    searches between looks (their detection and embedding), every embedding (a search's counted as the search's),
+    the motion maps, the linking into tracks, and the encoders (a painted frame's conversion included)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        self._searching = False
+
+    @contextlib.contextmanager
+    def timed(self):
+        from faces.detection import clips, motion
+        from faces.engines.insightface import InsightFaceEngine
+        from faces.media import video
+
+        wraps = [
+            (clips, "_analyze_region", "search"),
+            (InsightFaceEngine, "embed_many", "embed"),
+            (motion, "_change", "motion"),
+            (motion, "search_areas", "motion"),
+            (clips, "link", "link"),
+            (video._Output, "video", "encode"),
+            (video._Output, "decoded", "encode"),
+            (video._Output, "close", "encode"),
+        ]
+        with contextlib.ExitStack() as stack:
+            for owner, name, step in wraps:
+                stack.enter_context(mock.patch.object(owner, name, self._timing(getattr(owner, name), step)))
+            yield
+
+    def _timing(self, function, step: str):
+        def timed(*args, **kwargs):
+            searching = self._searching
+            self._searching = searching or step == "search"
+            began = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._searching = searching
+                if not (searching and step == "embed"):
+                    self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - began
+
+        return timed
 
 
 def measure_video(name: str, data: bytes, engine, threads: int, today: bool) -> Run:
@@ -441,6 +493,7 @@ def measure_animated(data: bytes, engine, threads: int) -> dict:
 
     clip, found, tracks, _, stages = through_the_path(AnimatedImage, data, engine)
     stages.pop("analyze_calls")
+    stages.pop("steps")
     return {"threads": threads, "frames": clip.frame_count, "detections": len(found), "tracks": tracks, **stages}
 
 
@@ -512,33 +565,39 @@ def print_videos(rows: list[Run], seconds: float) -> None:
     print("\nOutput MP4s (public, own file), MB: " + "; ".join(f"{c} {a:.1f}, {b:.1f}" for c, (a, b) in sizes.items()))
 
 
-def print_breakdown(rows: list[Run], decode_s: dict) -> None:
-    print("\n## Where a production (cadence) run's time goes\n")
+def print_breakdown(rows: list[Run], decode_s: dict, floors: dict) -> None:
+    print("\n## Where a production (cadence) run's time goes, beside the clip's floor\n")
     print(
-        "Decode: one `Video.frames()` pass timed alone (each pass decodes every frame once); the detection "
-        "pass's rest is decode + linking; the render pass's rest is decode + 2 frame copies, 2 x264 encodes, "
-        "muxing and the audio copy.\n"
+        "Decode: one `Video.frames()` pass timed alone, twice (the detection pass and the render pass each decode "
+        "every frame). Looks: `engine.analyze` on the looked-at frames, their detection (the rest of analyze once "
+        "the searches and the looks' embedding are taken out) and their embedding. Searches: the changed places "
+        "between looks, detection and embedding. Motion maps: each frame compared with the one before. Encode: every "
+        "output frame converted and encoded, both MP4s, and their sound. Rest: opening, frame copies, building the "
+        "painters. The floor (bench/floor.py), in this run on the same clip: every frame decoded, one SCRFD-500M "
+        "pass at 1x in 640x640 tiles five times a second, every frame encoded once.\n"
     )
-    print(
-        "| clip | threads | open | decode (detection pass) | analyze (detect + embed) | decode (render pass) "
-        "| paint | copy, convert, encode 2 MP4s (rest of render) | total s | largest stage |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    steps = ["decode x2", "looks: detect", "looks: embed", "searches", "motion maps", "linking", "paint", "encode"]
+    print(f"| clip | threads | {' | '.join(steps)} | rest | total s | floor s | total ÷ floor |")
+    print("|---|---:|" + "---:|" * (len(steps) + 4))
     for run in rows:
         if run.today:
             continue
-        decode = decode_s[run.clip]
-        stages = {
-            "open": run.open_s,
-            "decode (detection pass)": run.detect_s - run.analyze_s,
-            "analyze": run.analyze_s,
-            "decode (render pass)": decode,
+        took = run.steps
+        seconds = {
+            "decode x2": 2 * decode_s[run.clip],
+            "looks: detect": run.analyze_s - took.get("search", 0.0) - took.get("embed", 0.0),
+            "looks: embed": took.get("embed", 0.0),
+            "searches": took.get("search", 0.0),
+            "motion maps": took.get("motion", 0.0),
+            "linking": took.get("link", 0.0),
             "paint": run.paint_s,
-            "convert + encode 2 MP4s": run.render_s - run.paint_s - decode,
+            "encode": took.get("encode", 0.0),
         }
-        cells = " | ".join(f"{s:.1f} ({s / run.total_s:.0%})" for s in stages.values())
-        largest = max(stages, key=stages.get)
-        print(f"| {run.clip} | {run.threads} | {cells} | {run.total_s:.1f} | {largest} |")
+        rest = run.total_s - sum(seconds.values())
+        cells = " | ".join(f"{s:.1f} ({s / run.total_s:.0%})" for s in [*seconds.values(), rest])
+        floor_s = floors[run.clip]
+        ratio = run.total_s / floor_s
+        print(f"| {run.clip} | {run.threads} | {cells} | {run.total_s:.1f} | {floor_s:.1f} | {ratio:.2f} |")
 
 
 def print_anchor(anchors: list[dict], rows: list[Run], skipped: bool) -> None:

@@ -91,8 +91,7 @@ def test_every_pass_runs_at_a_warmed_up_shape_and_finds_the_same_faces(cpu_engin
 def test_a_video_frame_s_passes_are_bucketed_too(gpu_way_engine):
     frame = group_at(1920)
     shapes = recorded_shapes(gpu_way_engine)
-    for deep in (False, True):
-        gpu_way_engine.analyze(frame, plan=video_frame_plan(1920, frame.shape[0], deep=deep))
+    gpu_way_engine.analyze(frame, plan=video_frame_plan(1920, frame.shape[0]))
     buckets = {(height, width) for width, height in SHAPE_BUCKETS}
     assert {shape[2:] for shape in shapes} <= buckets
 

@@ -13,7 +13,6 @@ depends on its sightings alone).
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
-from enum import IntEnum
 
 import cv2
 import numpy as np
@@ -25,19 +24,11 @@ from faces.engines import DetectedFace, FaceEngine
 from faces.engines.pyramid import VIDEO_FINE_SCALE, video_frame_plan
 from faces.geometry import iou
 from faces.media.clip import Clip
-from faces.tracks import DETECT_INTERVAL_S, MAX_GAP_S, link
+from faces.tracks import DETECT_INTERVAL_S, link
 
 # The most detector pixels one region between two looks is searched with (its finest level's): a region
 # larger than this at a video frame's finest scale (VIDEO_FINE_SCALE) is shrunk before it is searched.
 REGION_DETECTOR_PIXELS = 1_200_000
-
-
-class Look(IntEnum):
-    """How the detector looks at a frame: not at all (between looks), within the frame's budget, or deep."""
-
-    NONE = 0
-    QUICK = 1
-    DEEP = 2
 
 
 def detect_clip(
@@ -58,7 +49,7 @@ def detect_clip(
         if change.cut:
             cuts.append(time)
         if look or change.whole_frame:
-            plan = None if clip.every_frame else video_frame_plan(clip.width, clip.height, deep=look is Look.DEEP)
+            plan = None if clip.every_frame else video_frame_plan(clip.width, clip.height)
             seen += [(time, face) for face in engine.analyze(frame, plan=plan, checkpoint=checkpoint)]
             continue
         # Where a sighting here may continue a track: the regions searched, and the people who moved.
@@ -73,26 +64,21 @@ def detect_clip(
 
 def scheduled[Frame](
     frames: Iterable[tuple[float, Frame, bool]], every_frame: bool
-) -> Iterator[tuple[float, Frame, Look]]:
-    """Every (time, frame, cut: a cut right before it) with how the detector looks at the frame. It looks at
-    every frame, or at the first, the last, each frame whose skipping would leave more than DETECT_INTERVAL_S
-    between two looks, and the last and first frames of a scene around a cut. Of those, the ends of the clip and
-    of each scene, and every look that would otherwise leave more than MAX_GAP_S between two deep looks, are
-    deep: a still face only the deep looks find is seen often enough for its track to go on (faces/tracks.py).
-    One frame of look-ahead, so a video is still streamed."""
-    last_look, last_deep, pending = None, None, None
+) -> Iterator[tuple[float, Frame, bool]]:
+    """Every (time, frame, cut: a cut right before it) with whether the detector looks at the frame: at every
+    frame, or at the first, the last, each frame whose skipping would leave more than DETECT_INTERVAL_S between
+    two looks, and the last and first frames of a scene around a cut. One frame of look-ahead, so a video is
+    still streamed."""
+    last_look, pending = None, None
     for time, frame, cut in frames:
         if pending is not None:
             look = every_frame or cut or last_look is None or time - last_look > DETECT_INTERVAL_S + 1e-6
-            deep = look and (cut or last_deep is None or pending[0] - last_deep > MAX_GAP_S - DETECT_INTERVAL_S + 1e-6)
             last_look = pending[0] if look else last_look
-            last_deep = pending[0] if deep else last_deep
-            yield (*pending, Look.DEEP if deep else Look.QUICK if look else Look.NONE)
+            yield (*pending, look)
         last_look = None if cut else last_look
-        last_deep = None if cut else last_deep
         pending = (time, frame)
     if pending is not None:
-        yield (*pending, Look.DEEP)
+        yield (*pending, True)
 
 
 def _clearly_seen(faces: list[DetectedFace], engine: str, width: int, height: int) -> list[bool]:

@@ -158,26 +158,23 @@ SHAPE_BUCKETS = ((224, 224), (640, 640), (960, 960), (Plan.tile_width, Plan.tile
 
 
 # A video frame is looked at five times a second (faces/tracks.py), so its finest level gets a
-# budget of detector pixels that grows with the frame: 1.5x up to 720p (2.1 MP: faces from 24 px), 1x at
-# 1080p (2.1 MP: from 32 px), and at least 0.75x above (4K 4.7 MP, tiled: from about 43 px). The deep
-# looks (one in three, at 1.5x) find the smaller faces at every size. The scale is
-# rounded down to an eighth, so a handful of plans serve every frame and region size.
+# budget of detector pixels that grows with the frame: 1.5x up to 720p (2.1 MP), 1x at 1080p (2.1 MP), and
+# at least 0.75x above (4K: 4.7 MP, one pass). The cascade finds the faint 16-24 px faces at that scale, so
+# every look finds 24 px faces at every size (bench/media.py's coverage table: every frame of a 24 px face
+# covered at 1080p and 4K, as when one look in three searched at 1.5x for twice the detection's time). The
+# scale is rounded down to an eighth, so a handful of plans serve every frame and region size.
 VIDEO_FINE_SCALE = 1.5
-# A video frame's plan is the photo plan of before the cascade (the tracks' coverage was measured with it):
-# candidates from score_threshold at every level, the second look's crop 2.5 face-box sizes, no turned levels.
-VIDEO_PLAN = Plan(fine_scale=VIDEO_FINE_SCALE, fine_score_threshold=None, verify_context=2.5, turns=())
+# A video frame's plan is the photo plan, cascade included, without the turned levels: five looks a second
+# cannot pay for them.
+VIDEO_PLAN = Plan(fine_scale=VIDEO_FINE_SCALE, turns=())
 VIDEO_FRAME_DETECTOR_PIXELS = VIDEO_FINE_SCALE**2 * 1280 * 720
 VIDEO_MIN_SCALE = 0.75
 
 
-def video_frame_plan(width: int, height: int, *, deep: bool = False) -> Plan:
-    """A video frame's plan (or a region of one): VIDEO_PLAN at the budget above (no turned levels: five
-    looks a second cannot pay for them). A deep look (faces/tracks.py, Look.DEEP: one look in three) searches at
-    VIDEO_FINE_SCALE whatever the frame's size, so a still face of 24 px is seen often enough for its track
-    to go on."""
+def video_frame_plan(width: int, height: int) -> Plan:
+    """A video frame's plan (or a region of one's): VIDEO_PLAN at the budget above."""
     budget = max(VIDEO_MIN_SCALE, math.sqrt(VIDEO_FRAME_DETECTOR_PIXELS / (width * height)))
-    scale = VIDEO_FINE_SCALE if deep else min(VIDEO_FINE_SCALE, budget)
-    return dataclasses.replace(VIDEO_PLAN, fine_scale=math.floor(scale * 8) / 8)
+    return dataclasses.replace(VIDEO_PLAN, fine_scale=math.floor(min(VIDEO_FINE_SCALE, budget) * 8) / 8)
 
 
 # A quarter turn counter-clockwise (np.rot90's sense), by count.
@@ -199,9 +196,20 @@ class PyramidDetector:
     # ---- the plan -------------------------------------------------------------
 
     def levels(self, width: int, height: int) -> list[float]:
-        """Scales (detector px per photo px), finest first; the last is the overview."""
-        overview = min(1.0, self.plan.overview_long_side / max(width, height))
+        """Scales (detector px per photo px), finest first; the last is the overview. An image small enough that its
+        finest level is no larger than an overview (a region of a video frame searched between looks, at 1.5x)
+        has that level alone: one pass holds every face there whole, however large, as the overview would."""
+        overview = self.overview_scale(width, height)
+        if (
+            self.passes is self.overview_passes
+            and self.plan.fine_scale * max(width, height) <= self.plan.overview_long_side
+        ):
+            return [max(self.plan.fine_scale, overview)]
         return self._down_to(self.plan.fine_scale, overview)
+
+    def overview_scale(self, width: int, height: int) -> float:
+        """The overview's scale: the whole image at overview_long_side, never enlarged."""
+        return min(1.0, self.plan.overview_long_side / max(width, height))
 
     def _down_to(self, finest: float, overview: float) -> list[float]:
         """`finest`, then each level_ratio coarser, then the overview."""
@@ -239,7 +247,7 @@ class PyramidDetector:
         shrinks = Shrinks(image)
         faces = self._faces(shrinks, levels, checkpoint, self.plan.fine_score_threshold)
         if self.plan.edge_pass:
-            faces += self._across_edges(shrinks, levels[-1])
+            faces += self._across_edges(shrinks, self.overview_scale(width, height))
         upright = self._finish(faces, width, height)
         if not (small_faces and self.plan.turns):
             return [(face, None) for face in upright]

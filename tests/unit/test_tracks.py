@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from faces.detection.clips import Look, scheduled
+from faces.detection.clips import scheduled
 from faces.matching import Candidates, PhotoMatch
 from faces.rendering.painters import TRACK_PAD_S, tracks_of
 from faces.thresholds import FaceQuality, FaceView, Thresholds
@@ -21,8 +21,8 @@ def box(x: float, y: float = 0.4, w: float = 0.1) -> np.ndarray:
     return np.array([x, y, x + w, y + w * 1.2])
 
 
-def looked_at(times: list[float], every_frame: bool = False) -> list[float]:
-    return [time for time, _, look in scheduled(((time, None, False) for time in times), every_frame) if look]
+def looked_at(times: list[float], every_frame: bool = False, cut_before=lambda time: False) -> list[float]:
+    return [time for time, _, look in scheduled(((t, None, cut_before(t)) for t in times), every_frame) if look]
 
 
 def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
@@ -32,33 +32,12 @@ def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
     assert len(times) == 16, "5 looks a second, not 30"
 
 
-def deep_looks(times: list[float], cut_before=lambda time: False) -> list[float]:
-    return [time for time, _, look in scheduled(((t, None, cut_before(t)) for t in times), False) if look is Look.DEEP]
-
-
-def test_deep_looks_are_at_most_a_track_gap_apart_and_at_the_clip_s_ends():
-    """A still face only a deep look finds is seen often enough for its track to go on across the quick looks."""
-    deep = deep_looks(FPS30)
-    assert deep[:3] == pytest.approx([0.0, 0.6, 1.2]), "one look in three at 30 fps"
-    assert deep[-1] == FPS30[-1], "the last frame"
-    for before, after in itertools.pairwise(deep):
-        assert after - before <= MAX_GAP_S + 1e-9
-    assert len(deep) < len(looked_at(FPS30)) / 2, "most looks stay within the frame's budget"
-
-
-@pytest.mark.parametrize("seed", range(5))
-def test_deep_looks_are_never_further_apart_than_a_track_gap_whatever_the_frame_times(seed):
-    gaps = np.random.default_rng(seed).choice([0.01, 0.033, 0.05, 0.15], size=300)
-    times = np.cumsum(gaps).tolist()
-    for before, after in itertools.pairwise(deep_looks(times)):
-        assert after - before <= MAX_GAP_S + 1e-9
-
-
-def test_both_sides_of_a_cut_are_deep_looks():
+def test_both_sides_of_a_cut_are_looked_at():
     cut = FPS30[40]
-    deep = deep_looks(FPS30, lambda time: time == cut)
-    assert FPS30[39] in deep
-    assert cut in deep
+    looks = looked_at(FPS30, cut_before=lambda time: time == cut)
+    assert FPS30[39] in looks
+    assert cut in looks
+    assert FPS30[39] not in looked_at(FPS30), "the frame before the cut is looked at for the cut"
 
 
 @pytest.mark.parametrize("seed", range(5))
