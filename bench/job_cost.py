@@ -4,14 +4,15 @@ and both against the job's floor.
 The 12 MP scene of bench/pipeline.py (t1.jpg upscaled, light noise, six guests) in an event with two DNP
 members (references of two of its guests, made by each worker's own reference_process from portraits cut
 out of t1), uploaded --photos times; with --clip, bench/media.py's clip of the same six guests drifting
-(--clip-seconds long, 30 fps, with sound) instead. Each worker drains its own copy, one job at a time on one
+(--clip-seconds long, 30 fps, with sound) instead, or with --scene walking its two guests walking (t1's faces 0
+and 3, the two DNP members). Each worker drains its own copy, one job at a time on one
 onnxruntime thread, in --rounds rounds taken in turn (baseline, this tree, baseline, ...) so that a slower
 minute of the machine falls on both. The job's floor (bench/floor.py) is measured once a round, in this
 process, between the two workers. The table gives the median `ms` of the workers' own `event=job_done
 job=face_process` log lines.
 
 Usage: python bench/job_cost.py [--photos 3] [--rounds 2] [--megapixels 12 | --clip 1080p] [--clip-seconds 6]
-                                [--baseline REV]
+                                [--scene group | walking] [--baseline REV]
 """
 
 import argparse
@@ -39,6 +40,7 @@ def main() -> None:
     parser.add_argument("--megapixels", type=int, choices=sorted(SIDES), default=12)
     parser.add_argument("--clip", choices=sorted(media.SIZES), help="a clip of this size instead of a photo")
     parser.add_argument("--clip-seconds", type=float, default=6.0)
+    parser.add_argument("--scene", choices=media.SCENES, default=media.SCENES[0], help="the clip's scene")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     args = parser.parse_args()
     upload, floors = {}, []
@@ -60,7 +62,7 @@ def scene_upload(args) -> bytes:
     from faces.media.codec import encode_jpeg
 
     if args.clip:
-        return media.video_clip(*media.SIZES[args.clip], args.clip_seconds)
+        return media.video_clip(*media.SIZES[args.clip], args.clip_seconds, args.scene)
     return encode_jpeg(scene(*SIDES[args.megapixels]))
 
 
@@ -103,8 +105,9 @@ def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int, *,
 
 def print_table(times: dict[str, list[int]], floor_ms: float, args) -> None:
     jobs = f"{args.photos} jobs x {args.rounds} rounds"
+    guests = "2 guests walking" if args.clip and args.scene == "walking" else "6 guests"
     what = f"a {args.clip_seconds:g} s {args.clip} clip" if args.clip else f"{args.megapixels} MP"
-    print(f"\n## face_process, {what}, 6 guests, 2 DNP members: {jobs}\n")
+    print(f"\n## face_process, {what}, {guests}, 2 DNP members: {jobs}\n")
     print("| worker | jobs | median ms | ratio vs baseline | ratio vs floor |")
     print("|---|---:|---:|---:|---:|")
     print(f"| floor (bench/floor.py) | {args.rounds} | {floor_ms:.0f} | | 1.00 |")

@@ -30,9 +30,11 @@ from faces.media.codec import poster
 from faces.media.kinds import MediaKind
 from faces.media.media import Painter, RenderedFile
 
-# x264: "veryfast" is the speed the 4x-real-time goal allows on two cores (bench/media.py);
-# CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
-X264_OPTIONS = {"preset": "veryfast", "crf": "20"}
+# x264: "veryfast" with its sub-pixel refinement and motion search at their cheapest (subme 1, diamond search)
+# costs 0.62-0.69x veryfast's CPU for the same file size, 0.1-0.3 dB less luma PSNR (bench/video_encoder.py);
+# superfast turns off macroblock-tree rate control and makes files 2.5x larger at the same CRF. CRF 20 keeps
+# faces that are not blurred as sharp as the phone's upload looks.
+X264_OPTIONS = {"preset": "veryfast", "crf": "20", "x264-params": "subme=1:me=dia"}
 # x264 holds about 70 bytes per pixel of an output (its lookahead and reference frames: some
 # 600 MB for a 4K one). At most this many output pixels are encoded at once; more outputs (more
 # DNP members in a 4K clip) take another pass over the upload, so memory stays within the unit's.
