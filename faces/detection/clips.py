@@ -21,13 +21,13 @@ from faces import thresholds
 from faces.checkpoint import Checkpoint, never_stop
 from faces.detection import motion
 from faces.engines import DetectedFace, FaceEngine
-from faces.engines.pyramid import VIDEO_FINE_SCALE, video_frame_plan
+from faces.engines.pyramid import video_frame_plan
 from faces.geometry import iou
 from faces.media.clip import Clip
 from faces.tracks import DETECT_INTERVAL_S, link
 
 # The most detector pixels one region between two looks is searched with (its finest level's): a region
-# larger than this at a video frame's finest scale (VIDEO_FINE_SCALE) is shrunk before it is searched.
+# larger than this at its frame's look scale is shrunk before it is searched.
 REGION_DETECTOR_PIXELS = 1_200_000
 
 
@@ -118,18 +118,20 @@ def _analyze_region(engine: FaceEngine, frame: np.ndarray, region, checkpoint: C
 
 
 def _search(engine: FaceEngine, frame: np.ndarray, region, checkpoint: Checkpoint) -> list[DetectedFace]:
-    """One region searched at most at a video frame's scale and within REGION_DETECTOR_PIXELS: a large one (a
-    dancing crowd) is shrunk first, so the search between looks stays cheap; its smaller faces are the looks'."""
+    """One region searched at its frame's look scale (a face that comes into view there is as small as the
+    looks find) and within REGION_DETECTOR_PIXELS: a large one (a dancing crowd) is shrunk first, so the search
+    between looks stays cheap; its smaller faces are the looks'."""
     x1, y1, x2, y2 = region
     crop = frame[y1:y2, x1:x2]
-    factor = min(1.0, math.sqrt(REGION_DETECTOR_PIXELS / (VIDEO_FINE_SCALE**2 * crop.shape[0] * crop.shape[1])))
+    look = video_frame_plan(frame.shape[1], frame.shape[0])
+    factor = min(1.0, math.sqrt(REGION_DETECTOR_PIXELS / (look.fine_scale**2 * crop.shape[0] * crop.shape[1])))
     if factor < 1.0:
         size = (max(1, round(crop.shape[1] * factor)), max(1, round(crop.shape[0] * factor)))
         crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
     # The edge pass (the crop mirrored past its edges, about three times its pixels) is for faces the frame's
     # edge cuts; one the region's own edge cuts is searched again in its surroundings (_analyze_region).
     on_frame_edge = x1 <= 0 or y1 <= 0 or x2 >= frame.shape[1] or y2 >= frame.shape[0]
-    plan = replace(video_frame_plan(crop.shape[1], crop.shape[0]), edge_pass=on_frame_edge)
+    plan = replace(look, edge_pass=on_frame_edge)
     found = engine.analyze(np.ascontiguousarray(crop), plan=plan, checkpoint=checkpoint)
     offset = np.array([x1, y1], dtype=np.float32)
     return [
