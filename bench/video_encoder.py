@@ -28,6 +28,7 @@ from bench import media  # noqa: E402
 BEFORE = {"preset": "veryfast", "crf": "20"}
 VARIANTS = {
     "veryfast": BEFORE,
+    "veryfast, me=dia": {**BEFORE, "x264-params": "me=dia"},
     "veryfast, subme=1": {**BEFORE, "x264-params": "subme=1"},
     "veryfast, subme=1, me=dia": {**BEFORE, "x264-params": "subme=1:me=dia"},
     "superfast, mbtree": {"preset": "superfast", "crf": "20", "x264-params": "mbtree=1:rc-lookahead=10"},

@@ -30,11 +30,11 @@ from faces.media.codec import poster
 from faces.media.kinds import MediaKind
 from faces.media.media import Painter, RenderedFile
 
-# x264: "veryfast" with its sub-pixel refinement and motion search at their cheapest (subme 1, diamond search)
-# costs 0.62-0.69x veryfast's CPU for the same file size, 0.1-0.3 dB less luma PSNR (bench/video_encoder.py);
-# superfast turns off macroblock-tree rate control and makes files 2.5x larger at the same CRF. CRF 20 keeps
-# faces that are not blurred as sharp as the phone's upload looks.
-X264_OPTIONS = {"preset": "veryfast", "crf": "20", "x264-params": "subme=1:me=dia"}
+# x264: "veryfast" with the diamond motion search: 0.91x veryfast's CPU for the same file and luma PSNR
+# (bench/video_encoder.py). Its cheaper sub-pixel refinement (subme 1) would save a quarter more but leaves coding
+# noise in a blurred smeared face (tests/test_video_coverage.py's smeared look frame: detail 0.49 where a blur
+# leaves under 0.4). CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
+X264_OPTIONS = {"preset": "veryfast", "crf": "20", "x264-params": "me=dia"}
 # x264 holds about 70 bytes per pixel of an output (its lookahead and reference frames: some
 # 600 MB for a 4K one). At most this many output pixels are encoded at once; more outputs (more
 # DNP members in a 4K clip) take another pass over the upload, so memory stays within the unit's.
@@ -93,7 +93,7 @@ class Video(Clip):
 
     def _decoded_frames(self) -> Iterator[av.VideoFrame]:
         with self._open() as container:
-            for packet in _demuxed(container, container.streams.video[0]):
+            for packet in _demuxed(container, _decoding_ahead(container.streams.video[0])):
                 yield from _decoded(packet)
 
     def _timed(self, frames) -> Iterator[tuple[av.VideoFrame, float]]:
@@ -133,7 +133,7 @@ class Video(Clip):
 
     def _encode(self, painters: list[Painter], paths: list[Path], checkpoint: Checkpoint) -> list[bytes]:
         with self._open() as source:
-            video_in = source.streams.video[0]
+            video_in = _decoding_ahead(source.streams.video[0])
             audio_in = source.streams.audio[0] if source.streams.audio else None
             outputs = [_Output(path, self.width, self.height, video_in, audio_in, self._rate) for path in paths]
             posters: list[bytes | None] = [None] * len(outputs)
@@ -176,6 +176,13 @@ class Video(Clip):
 
     def _seconds(self, pts: int) -> float:
         return float((pts - self._first_pts) * self._time_base)
+
+
+def _decoding_ahead(stream):
+    """The stream decoded by FFmpeg's own threads, frames ahead of the one taken: its decoding runs beside the
+    detector and the painters instead of between them (a 1080p clip's 0.4-0.9 s a pass, bench/media.py)."""
+    stream.thread_type = "AUTO"
+    return stream
 
 
 def _paints_at(painter: Painter, time: float) -> bool:
