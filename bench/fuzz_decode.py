@@ -2,7 +2,8 @@
 
 - `faces.media.still.Still(bytes)`: an upload's bytes, decoded as a viewer sees them, and the scan
   of what else they hold;
-- `jobqueue.messages.parse(str)`: a queue message's body, with the real job names registered.
+- `jobqueue.messages.decode(str)` then `job_of`: a queue message's body, as the worker reads it, with the real job
+  names registered.
 
 Either returns (a uint8 HxWx3 image within MAX_PIXELS; a Job) or raises a
 PermanentJobError; anything else is a finding, and atheris stops with the input that
@@ -66,10 +67,11 @@ def check_image(data: bytes) -> None:
 
 def check_message(body: str) -> None:
     try:
-        job = messages.parse(body)
+        job = messages.job_of(messages.decode(body))
     except PermanentJobError:
         return
-    job.target_id  # noqa: B018  (a Job always has a uuid target)
+    if not messages.is_uuid(job.payload[job.type.id_field]):
+        raise AssertionError(f"a {job.name} whose {job.type.id_field} is not a uuid")
 
 
 def test_one_input(data: bytes) -> None:

@@ -46,7 +46,7 @@ def main() -> None:
 
     started = time.perf_counter()
     engine = resident_engine()
-    limits = for_engine(engine.name)
+    thresholds = for_engine(engine.name)
     people = sorted(path for path in args.set_dir.iterdir() if path.is_dir() and not path.name.startswith("group_"))
     if not people:
         raise SystemExit(f"no people under {args.set_dir}: python scripts/make_real_faces_set.py {args.set_dir}")
@@ -56,7 +56,7 @@ def main() -> None:
             (Path(folder) / person.name).mkdir()
             for photo in spread(sorted(person.iterdir()), args.photos_per_person):
                 (Path(folder) / person.name / photo.name).symlink_to(photo.resolve())
-        probes = [one for one in read_set(engine, Path(folder)) if not limits.seen_poorly(one.quality)]
+        probes = [one for one in read_set(engine, Path(folder)) if not thresholds.seen_poorly(one.quality)]
     same, strangers = pair_similarities(probes)
     print(f"\n## One person per track: {len(probes)} clearly seen faces of {len(people)} people, {engine.name}\n")
     print(f"Pairs: {len(same)} of one person (different photos), {len(strangers)} of two people.\n")

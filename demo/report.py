@@ -216,7 +216,7 @@ def write_png(path: Path, image: np.ndarray) -> None:
 def write_html(path: Path, reports: list[PhotoReport], *, seeded, summary: list[tuple[str, str]], sheet_name: str):
     engine = next((face.engine for report in reports for face in report.faces), None)
     seeded.reference.refresh_from_db()  # its status after the worker ran, not as seeded
-    limits = thresholds.for_engine(engine) if engine else None
+    engine_thresholds = thresholds.for_engine(engine) if engine else None
     e = html.escape
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>MomentLens demo</title><style>",
@@ -227,7 +227,11 @@ def write_html(path: Path, reports: list[PhotoReport], *, seeded, summary: list[
         "</style></head><body>",
         f"<h1>MomentLens demo: {e(seeded.event.name)}</h1>",
         f"<p>event <code>{seeded.event.id}</code>; engine <code>{e(str(engine))}</code>; thresholds "
-        + (f"match {limits.match}, blur {limits.blur}, cluster {limits.cluster}" if limits else "none")
+        + (
+            f"match {engine_thresholds.match}, blur {engine_thresholds.blur}, cluster {engine_thresholds.cluster}"
+            if engine_thresholds
+            else "none"
+        )
         + f". DNP member <code>{seeded.dnp_user}</code>, reference <code>{e(seeded.reference.upload_key)}</code> "
         f"(status {e(seeded.reference.status)}): {e(seeded.reference_name)}, another photo of them.</p>",
         "<h2>Summary</h2><table>",

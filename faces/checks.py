@@ -117,8 +117,8 @@ def thresholds(app_configs=None, **kwargs) -> list[CheckMessage]:
     from faces.thresholds import for_engine
 
     name = configured_engine_name()
-    limits = for_engine(name)
-    if not limits.measured:
+    engine_thresholds = for_engine(name)
+    if not engine_thresholds.measured:
         return [
             CheckWarning(
                 f"{name}: thresholds NOT MEASURED: failing closed, EVERY face is blurred in EVERY file",
@@ -129,8 +129,9 @@ def thresholds(app_configs=None, **kwargs) -> list[CheckMessage]:
         ]
     return [
         Info(
-            f"{name}: match={limits.match} cluster={limits.cluster} blur={limits.blur} "
-            f"(seen poorly: {limits.poor_face_blur}; unsure under norm {limits.unsure_norm})",
+            f"{name}: match={engine_thresholds.match} cluster={engine_thresholds.cluster} "
+            f"blur={engine_thresholds.blur} "
+            f"(seen poorly: {engine_thresholds.poor_face_blur}; unsure under norm {engine_thresholds.unsure_norm})",
             obj="thresholds",
             id="faces.I005",
         )

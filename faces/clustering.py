@@ -115,4 +115,4 @@ def cluster_faces(match: PhotoMatch | None) -> None:
     """
     if match is not None:
         judged = [face for face, too_poor in zip(match.faces, match.too_poor, strict=True) if not too_poor]
-        assign_clusters(judged, match.limits.cluster)
+        assign_clusters(judged, match.thresholds.cluster)

@@ -117,14 +117,14 @@ def _engines(event_id) -> list[str]:
 
 
 def _candidates(event_id, engine: str, dnp: list) -> list:
-    limits = thresholds.for_engine(engine)
-    lowest = limits.lowest_blur
+    engine_thresholds = thresholds.for_engine(engine)
+    lowest = engine_thresholds.lowest_blur
     candidates = Candidates.for_event(event_id, engine)
     with connection.cursor() as cursor:
         if lowest is None or candidates.unidentifiable_dnp:
             # Not measured, or a DNP member nobody can recognise: every face may be theirs.
             cursor.execute(queries.PHOTOS_WITH_FACES, [event_id, engine])
         else:
-            parameters = [event_id, engine, EDGE_FRACTION, limits.unsure_norm, dnp, 1.0 - lowest]
+            parameters = [event_id, engine, EDGE_FRACTION, engine_thresholds.unsure_norm, dnp, 1.0 - lowest]
             cursor.execute(queries.CANDIDATE_PHOTOS, parameters)
         return [row[0] for row in cursor.fetchall()]

@@ -12,6 +12,7 @@ from functools import cached_property
 import numpy as np
 
 from faces import thresholds
+from faces.engines.base import EMBEDDING_DIMENSIONS
 from faces.models import EventMember, Face, SubjectReference
 
 
@@ -19,7 +20,7 @@ from faces.models import EventMember, Face, SubjectReference
 class Candidates:
     user_ids: list[uuid.UUID]
     dnp: np.ndarray  # (U,) bool
-    references: np.ndarray  # (R, 512)
+    references: np.ndarray  # (R, EMBEDDING_DIMENSIONS)
     owners: np.ndarray  # (R,) index into user_ids
     # Active DNP members with no usable reference of this engine: their faces cannot be told apart.
     unidentifiable_dnp: int = 0
@@ -37,7 +38,9 @@ class Candidates:
         return cls(
             user_ids=user_ids,
             dnp=np.array([members[user_id] for user_id in user_ids], dtype=bool),
-            references=np.array([embedding for _, embedding in references], dtype=np.float32).reshape(-1, 512),
+            references=np.array([embedding for _, embedding in references], dtype=np.float32).reshape(
+                -1, EMBEDDING_DIMENSIONS
+            ),
             owners=np.array([index[user_id] for user_id, _ in references], dtype=int),
             unidentifiable_dnp=sum(1 for user_id, dnp in members.items() if dnp and user_id not in index),
             ambiguous=frozenset(index[user_id] for user_id, _ in ambiguous),
@@ -78,7 +81,7 @@ class PhotoMatch:
     faces: list[Face]
     candidates: Candidates
     similarity: np.ndarray  # (F, U)
-    limits: thresholds.Thresholds
+    thresholds: thresholds.Thresholds
     # (F, U): each face reaches each candidate at its own blur threshold (which depends on how well it was
     # seen); None when a threshold is not measured (every face is blurred).
     similar: np.ndarray | None
@@ -108,7 +111,7 @@ class PhotoMatch:
         A clip's faces (with a track) are matched track by track. `candidates`: the event's, when the caller
         matches many photos of it (else read here)."""
         candidates = candidates or Candidates.for_event(event_id, engine)
-        embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, 512)
+        embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, EMBEDDING_DIMENSIONS)
         judgement = thresholds.judge_stored(engine, faces, size)
         match = cls.of(faces, candidates, candidates.similarities(embeddings), judgement)
         return match.by_track() if faces and faces[0].track is not None else match
@@ -119,7 +122,7 @@ class PhotoMatch:
         them."""
         blur_at = judgement.blur_at
         similar = None if None in blur_at else similarity >= np.array(blur_at, dtype=np.float32).reshape(-1, 1)
-        return cls(faces, candidates, similarity, judgement.limits, similar, judgement.unsure, judgement.too_poor)
+        return cls(faces, candidates, similarity, judgement.thresholds, similar, judgement.unsure, judgement.too_poor)
 
     def by_track(self) -> "PhotoMatch":
         """One identity per track (a clip's faces linked across frames, faces/tracks.py).
@@ -140,7 +143,7 @@ class PhotoMatch:
             too_poor[rows] = too_poor[rows].all()
             if similar is not None:
                 similar[rows] = similar[rows].any(axis=0)
-        return PhotoMatch(self.faces, self.candidates, similarity, self.limits, similar, unsure, too_poor)
+        return PhotoMatch(self.faces, self.candidates, similarity, self.thresholds, similar, unsure, too_poor)
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         """Per face: (matched user or None, best similarity or None when there is no candidate)."""
@@ -157,7 +160,7 @@ class PhotoMatch:
         result = []
         for row, column in enumerate(columns):
             similarity = float(identifying[row, column])
-            matched = self.limits.match is not None and similarity >= self.limits.match
+            matched = self.thresholds.match is not None and similarity >= self.thresholds.match
             result.append((self.candidates.user_ids[column] if matched else None, similarity))
         return result
 

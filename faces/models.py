@@ -10,7 +10,7 @@ import uuid
 from django.db import models
 from pgvector.django import VectorField
 
-EMBEDDING_DIMENSIONS = 512
+from faces.engines.base import EMBEDDING_DIMENSIONS
 
 
 class Event(models.Model):

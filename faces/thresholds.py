@@ -160,7 +160,7 @@ class Thresholds:
 class Judgement:
     """What one engine's thresholds make of a photo's faces, one entry per face."""
 
-    limits: Thresholds
+    thresholds: Thresholds
     blur_at: list[float | None]  # its blur threshold (None: not measured, every face is blurred)
     # Cannot be told apart from a DNP member: cut by the image edge past UNSURE_HIDDEN_SHARE, or too poor.
     unsure: np.ndarray

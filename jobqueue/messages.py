@@ -20,10 +20,6 @@ class Job:
     def name(self) -> str:
         return self.type.name
 
-    @property
-    def target_id(self) -> uuid.UUID:
-        return uuid.UUID(self.payload[self.type.id_field])
-
 
 def decode(body: str | None) -> dict:
     """The message's JSON object, or BadMessage."""
@@ -38,10 +34,6 @@ def decode(body: str | None) -> dict:
     if not isinstance(payload, dict):
         raise BadMessage(f"not a JSON object but {type(payload).__name__}")
     return payload
-
-
-def parse(body: str) -> Job:
-    return job_of(decode(body))
 
 
 def job_of(payload: dict) -> Job:

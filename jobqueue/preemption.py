@@ -52,10 +52,6 @@ class Preemption:
         self._requested.clear()
         self.reason = None
 
-    @property
-    def requested(self) -> bool:
-        return self._requested.is_set()
-
     def checkpoint(self) -> None:
         """Preempted when privacy work waits on this try."""
         if self._requested.is_set():

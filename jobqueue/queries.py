@@ -315,9 +315,9 @@ class QueueClass:
     hidden: int
 
 
-def queue_classes(cursor, privacy_jobs: list[dict], first_mark: dict) -> list[QueueClass]:
+def queue_classes(cursor, privacy_jobs: list[dict], render_mark: dict) -> list[QueueClass]:
     """The queue by class, every class listed (empty ones with zeros)."""
-    cursor.execute(QUEUE_CLASSES, [[json.dumps(job) for job in privacy_jobs], json.dumps(first_mark)])
+    cursor.execute(QUEUE_CLASSES, [[json.dumps(job) for job in privacy_jobs], json.dumps(render_mark)])
     found = {row[0]: QueueClass(*row) for row in cursor.fetchall()}
     return [found.get(name, QueueClass(name, 0, None, 0)) for name in ("privacy", "renders", "ordinary")]
 

@@ -96,19 +96,16 @@ def lookup(name: str) -> JobType | None:
     return _jobs.get(name)
 
 
-# What a message read first contains: one of these (jsonb containment, pgmq.q_jobs_message_idx).
-FIRST_MARK = {"first": True}
+# The mark of a render that privacy work sends first (jobqueue.enqueue.enqueue_unless_waiting(first=True)): a
+# message containing it is read before ordinary ones, after privacy jobs (jsonb containment,
+# pgmq.q_jobs_message_idx). Not to be confused with a job registered `first=True`, a privacy job itself.
+PRIVACY_RENDER_MARK = {"first": True}
 
 
 def privacy_jobs() -> list[dict]:
     """The containments of privacy work, read before anything and worth stopping a try for
     (jobqueue/preemption.py): a first-class job's name."""
     return [{"job": name} for name, job in sorted(_jobs.items()) if job.first]
-
-
-def read_first() -> list[dict]:
-    """The containments that put a message before ordinary ones: a first-class job's name, or the mark."""
-    return [*privacy_jobs(), FIRST_MARK]
 
 
 def ids_of(payload: dict | None) -> dict:

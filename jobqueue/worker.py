@@ -172,7 +172,7 @@ class Worker:
         if message is not None or not self.outage.over():
             return message  # during an outage, privacy work only
         if self._renders_in_a_row < RENDERS_IN_A_ROW:
-            message = queries.read_first(cursor, vt, [registry.FIRST_MARK])
+            message = queries.read_first(cursor, vt, [registry.PRIVACY_RENDER_MARK])
             self._renders_in_a_row += message is not None
         if message is None:
             message = queries.read(cursor, vt)

@@ -258,9 +258,9 @@ def nothing_judgeable(monkeypatch, test_thresholds):
 
     from faces import thresholds
 
-    limits = dataclasses.replace(test_thresholds, unsure_norm=1000.0)
-    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, limits)
-    return limits
+    engine_thresholds = dataclasses.replace(test_thresholds, unsure_norm=1000.0)
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, engine_thresholds)
+    return engine_thresholds
 
 
 @pytest.mark.django_db

@@ -91,9 +91,10 @@ def face_row(
 
 # A retry comes right after its failed try: a few entries are enough, and bound the memory.
 SIZE = 4
-# A look is known by a digest of every STRIDE-th pixel of every STRIDE-th row (and the image's shape): frames
-# of one clip differ there, and a 4K frame hashes in well under a millisecond.
-STRIDE = 4
+# A look is known by a digest of a sample of its pixels, every DIGEST_SAMPLE_STEP-th pixel of every
+# DIGEST_SAMPLE_STEP-th row (and the image's shape): frames of one clip differ there, and a 4K frame hashes in
+# well under a millisecond.
+DIGEST_SAMPLE_STEP = 4
 
 
 class RememberedLooks:
@@ -107,7 +108,8 @@ class RememberedLooks:
 
     def analyze(self, image: np.ndarray, **options) -> list:
         asked = {name: value for name, value in options.items() if name != "checkpoint"}
-        key = (_digest(np.ascontiguousarray(image[::STRIDE, ::STRIDE])), image.shape, tuple(sorted(asked.items())))
+        sample = np.ascontiguousarray(image[::DIGEST_SAMPLE_STEP, ::DIGEST_SAMPLE_STEP])
+        key = (_digest(sample), image.shape, tuple(sorted(asked.items())))
         if key not in self._looks:
             self._looks[key] = self._engine.analyze(image, **options)
         return self._looks[key]

@@ -167,12 +167,12 @@ def for_goals(pairs: Pairs, grid: Grid = GRID, goals: Goals = GOALS) -> tuple[Th
     cluster = functools.cache(lambda unsure: recommended_cluster(pairs.probes, unsure))  # once per unsure_norm
     for large in BUDGET_STEPS:
         try:
-            limits, found = recommend(pairs, grid, BUDGETS | {"large": large}, cluster)
+            thresholds, found = recommend(pairs, grid, BUDGETS | {"large": large}, cluster)
         except NoRecommendation as why:
             reasons.append(str(why))
             continue
-        if meets(pairs, limits, goals) and (best is None or found.visible < best[1].visible):
-            best = (limits, found, large)
+        if meets(pairs, thresholds, goals) and (best is None or found.visible < best[1].visible):
+            best = (thresholds, found, large)
     if best is None:
         why = reasons[-1] if len(reasons) == len(BUDGET_STEPS) else "no budget's recommendation meets the goals"
         raise NoRecommendation(
@@ -183,10 +183,10 @@ def for_goals(pairs: Pairs, grid: Grid = GRID, goals: Goals = GOALS) -> tuple[Th
     return best
 
 
-def meets(pairs: Pairs, limits: Thresholds, goals: Goals = GOALS) -> bool:
-    """Whether `limits` meet `goals` on the faces as taken (an event too big for the set is not judged)."""
+def meets(pairs: Pairs, thresholds: Thresholds, goals: Goals = GOALS) -> bool:
+    """Whether `thresholds` meet `goals` on the faces as taken (an event too big for the set is not judged)."""
     as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
-    blur = blurred(pairs, limits)
+    blur = blurred(pairs, thresholds)
     turned = as_taken & (pairs.head_turn >= STRONG_TURN)
     if verdict_of(pairs.subset(turned), blur[turned]).visible_share > goals.turned:
         return False
@@ -204,8 +204,8 @@ def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]
         return None
     results = []
     for chosen_on, tried_on in (halves, halves[::-1]):
-        limits, _, _ = for_goals(pairs.within(chosen_on), grid)  # NoRecommendation: the caller says why
-        results.append((limits, verdict(pairs.within(tried_on), limits)))
+        thresholds, _, _ = for_goals(pairs.within(chosen_on), grid)  # NoRecommendation: the caller says why
+        results.append((thresholds, verdict(pairs.within(tried_on), thresholds)))
     return results
 
 

@@ -95,12 +95,12 @@ class Verdict:
         return float(self.strangers_blurred.max()) if self.strangers_blurred.size else 0.0
 
 
-def blurred(pairs: Pairs, limits: Thresholds) -> np.ndarray:
-    """(P, M) bool: the probe blurred because of the member (fail-closed limits blur every face)."""
-    threshold = [limits.blur_for(one.quality) for one in pairs.probes]
+def blurred(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
+    """(P, M) bool: the probe blurred because of the member (fail-closed thresholds blur every face)."""
+    threshold = [thresholds.blur_for(one.quality) for one in pairs.probes]
     if None in threshold:
         return np.ones_like(pairs.similarity, dtype=bool)
-    too_poor = np.array([limits.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
     return decide(pairs.similarity, np.array(threshold, dtype=np.float32), too_poor)
 
 
@@ -108,8 +108,8 @@ def decide(similarity: np.ndarray, threshold: np.ndarray, too_poor: np.ndarray) 
     return (similarity >= threshold.reshape(-1, 1)) | too_poor.reshape(-1, 1)
 
 
-def verdict(pairs: Pairs, limits: Thresholds) -> Verdict:
-    return verdict_of(pairs, blurred(pairs, limits))
+def verdict(pairs: Pairs, thresholds: Thresholds) -> Verdict:
+    return verdict_of(pairs, blurred(pairs, thresholds))
 
 
 def verdict_of(pairs: Pairs, blur: np.ndarray) -> Verdict:

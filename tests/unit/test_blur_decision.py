@@ -10,12 +10,12 @@ from faces.matching import Candidates, PhotoMatch
 from faces.thresholds import NOT_MEASURED, FaceQuality, FaceView, Thresholds
 
 X, Y, GUEST = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
-LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
+THRESHOLDS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
 
 
 def photo_match(
     similarity: list[list[float]],
-    limits=LIMITS,
+    thresholds=THRESHOLDS,
     unidentifiable_dnp: int = 0,
     width_px: float | None = 100,
     hidden: float = 0.0,
@@ -32,7 +32,7 @@ def photo_match(
     )
     faces = [SimpleNamespace(id=i) for i in range(len(similarity))]
     views = [FaceView(FaceQuality(width_px, head_turn, embedding_norm), hidden)] * len(faces)
-    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), limits.judge(views))
+    return PhotoMatch.of(faces, candidates, np.array(similarity, dtype=np.float32), thresholds.judge(views))
 
 
 def test_a_face_matched_to_x_is_visible_only_in_x_own_file():
@@ -73,7 +73,7 @@ def test_n_dnp_subjects_give_n_own_files():
 
 
 def test_not_measured_blurs_every_face_everywhere_and_matches_nobody():
-    match = photo_match([[0.99, 0.1, 0.1], [0.1, 0.1, 0.99]], limits=NOT_MEASURED)
+    match = photo_match([[0.99, 0.1, 0.1], [0.1, 0.1, 0.99]], thresholds=NOT_MEASURED)
     assert [user for user, _ in match.best()] == [None, None]
     assert match.blurred() == [True, True]
     assert match.blurred(viewer=X) == [True, True]
@@ -116,7 +116,7 @@ QUALITY = Thresholds(
     ],
 )
 def test_the_blur_threshold_follows_the_face_width(width_px, similarity_to_x, blurred):
-    match = photo_match([[similarity_to_x, 0.0, 0.0]], limits=QUALITY, width_px=width_px)
+    match = photo_match([[similarity_to_x, 0.0, 0.0]], thresholds=QUALITY, width_px=width_px)
     assert match.blurred() == [blurred]
 
 
@@ -135,13 +135,13 @@ def test_the_blur_threshold_follows_the_face_width(width_px, similarity_to_x, bl
 )
 def test_the_blur_threshold_follows_how_well_the_face_was_seen(head_turn, embedding_norm, similarity_to_x, blurred):
     match = photo_match(
-        [[similarity_to_x, 0.0, 0.0]], limits=QUALITY, head_turn=head_turn, embedding_norm=embedding_norm
+        [[similarity_to_x, 0.0, 0.0]], thresholds=QUALITY, head_turn=head_turn, embedding_norm=embedding_norm
     )
     assert match.blurred() == [blurred]
 
 
 def test_a_face_too_poorly_seen_to_judge_reaches_every_dnp_member_but_not_the_public_when_nobody_is_dnp():
-    unsure = photo_match([[0.0, 0.0, 0.95]], limits=QUALITY, embedding_norm=12.0)
+    unsure = photo_match([[0.0, 0.0, 0.95]], thresholds=QUALITY, embedding_norm=12.0)
     assert unsure.blurred() == [True]
     assert unsure.blurred(viewer=X) == [True]
     assert unsure.too_poor.tolist() == [True]
@@ -184,5 +184,5 @@ def test_a_cut_face_is_not_blurred_when_the_event_has_no_dnp_member():
         user_ids=[GUEST], dnp=np.array([False]), references=np.zeros((1, 512), np.float32), owners=np.array([0])
     )
     view = FaceView(FaceQuality(100, 0.0, 24.0), 0.6)
-    match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), LIMITS.judge([view]))
+    match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), THRESHOLDS.judge([view]))
     assert match.blurred() == [False]

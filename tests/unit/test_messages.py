@@ -43,8 +43,9 @@ def test_a_job_needs_a_known_name_and_a_uuid_id():
 
 
 def test_a_valid_message_names_its_job_and_target():
-    job = messages.parse(f'{{"job": "unit_job", "photo_id": "{PHOTO}", "extra": 1}}')
-    assert (job.name, job.target_id, job.payload["extra"]) == ("unit_job", uuid.UUID(PHOTO), 1)
+    job = messages.job_of(messages.decode(f'{{"job": "unit_job", "photo_id": "{PHOTO}", "extra": 1}}'))
+    target = uuid.UUID(job.payload[job.type.id_field])
+    assert (job.name, target, job.payload["extra"]) == ("unit_job", uuid.UUID(PHOTO), 1)
 
 
 def test_a_message_is_logged_by_the_id_fields_jobs_register():

@@ -175,21 +175,21 @@ CANDIDATES = Candidates(
     references=np.zeros((1, 512), dtype=np.float32),
     owners=np.array([0]),
 )
-LIMITS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
+THRESHOLDS = Thresholds(match=0.9, blur=0.8, cluster=0.9)
 
 
 def match(
     similarities: list[float],
     tracks: list[int],
     hidden: list[float] | None = None,
-    limits: Thresholds = LIMITS,
+    thresholds: Thresholds = THRESHOLDS,
     norms: list[float] | None = None,
 ) -> PhotoMatch:
     faces = [SimpleNamespace(id=i, track=t) for i, t in enumerate(tracks)]
     shares, norms = hidden or [0.0] * len(faces), norms or [24.0] * len(faces)
     views = [FaceView(FaceQuality(100, 0.0, norm), share) for share, norm in zip(shares, norms, strict=True)]
     similarity = np.array([[s] for s in similarities], dtype=np.float32)
-    return PhotoMatch.of(faces, CANDIDATES, similarity, limits.judge(views)).by_track()
+    return PhotoMatch.of(faces, CANDIDATES, similarity, thresholds.judge(views)).by_track()
 
 
 def test_a_track_takes_its_best_face_not_its_average():
@@ -199,7 +199,7 @@ def test_a_track_takes_its_best_face_not_its_average():
     assert {user for user, _ in pooled.best()} == {uuid.UUID(int=1)}
     assert pooled.blurred(viewer=uuid.UUID(int=1)) == [False] * 4
     averaged = float(np.mean([0.2, 0.3, 0.95, 0.25]))
-    assert averaged < LIMITS.blur, "an averaged vector's similarity would not have reached blur"
+    assert averaged < THRESHOLDS.blur, "an averaged vector's similarity would not have reached blur"
 
 
 def test_tracks_are_decided_apart():
@@ -209,12 +209,12 @@ def test_tracks_are_decided_apart():
 def test_a_track_reaches_a_member_when_any_face_reaches_its_own_threshold():
     """A DNP guest motion-blurred on the frames looked at: weak embeddings held to the lower threshold of a
     poorly seen face, while a sharp stranger's track at the same similarity stays visible."""
-    limits = Thresholds(match=0.9, blur=0.8, cluster=0.9, poor_face_blur=0.15, weak_norm=21, unsure_norm=16)
-    assert match([0.2, 0.18], tracks=[0, 0], limits=limits, norms=[18.0, 19.0]).blurred() == [True, True]
-    assert match([0.2, 0.18], tracks=[0, 0], limits=limits, norms=[24.0, 25.0]).blurred() == [False, False]
+    thresholds = Thresholds(match=0.9, blur=0.8, cluster=0.9, poor_face_blur=0.15, weak_norm=21, unsure_norm=16)
+    assert match([0.2, 0.18], tracks=[0, 0], thresholds=thresholds, norms=[18.0, 19.0]).blurred() == [True, True]
+    assert match([0.2, 0.18], tracks=[0, 0], thresholds=thresholds, norms=[24.0, 25.0]).blurred() == [False, False]
     # One face too poorly seen to judge does not make a track of sharp faces unsure; a track of such faces is.
-    assert match([0.1, 0.1], tracks=[0, 0], limits=limits, norms=[12.0, 24.0]).blurred() == [False, False]
-    assert match([0.1, 0.1], tracks=[0, 0], limits=limits, norms=[12.0, 13.0]).blurred() == [True, True]
+    assert match([0.1, 0.1], tracks=[0, 0], thresholds=thresholds, norms=[12.0, 24.0]).blurred() == [False, False]
+    assert match([0.1, 0.1], tracks=[0, 0], thresholds=thresholds, norms=[12.0, 13.0]).blurred() == [True, True]
 
 
 def test_one_edge_cut_face_does_not_make_a_whole_track_unsure_but_an_all_cut_track_is():

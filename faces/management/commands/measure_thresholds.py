@@ -91,7 +91,7 @@ class Command(BaseCommand):
         except NoRecommendation as why:
             recommended, budget = why, None
         decisions |= {"also": also} if also else {}
-        decisions = {name: limits for name, limits in decisions.items() if limits.measured}
+        decisions = {name: thresholds for name, thresholds in decisions.items() if thresholds.measured}
         self._roc(pairs)
         self._conditions(pairs, seen, decisions)
         self._members(pairs, decisions)
@@ -164,7 +164,7 @@ class Command(BaseCommand):
             + "---:|---:|"
             + "---:|" * len(decisions)
         )
-        outcomes = {name: blurred(pairs, limits) for name, limits in decisions.items()}
+        outcomes = {name: blurred(pairs, thresholds) for name, thresholds in decisions.items()}
         for label, rows in conditions(pairs):
             genuine, stranger = pairs.genuine[rows], pairs.stranger[rows]
             visible = [_share(genuine & ~blur[rows], genuine) for blur in outcomes.values()]
@@ -196,8 +196,8 @@ class Command(BaseCommand):
         )
         self.stdout.write("|---|---:|---:|---:|---|")
         turned = pairs.subset(pairs.head_turn >= STRONG_TURN)
-        for name, limits in decisions.items():
-            found, at_turn = verdict(pairs, limits), verdict(turned, limits)
+        for name, thresholds in decisions.items():
+            found, at_turn = verdict(pairs, thresholds), verdict(turned, thresholds)
             worst = pairs.members[int(np.argmax(found.strangers_blurred))] if found.strangers_blurred.size else "-"
             self.stdout.write(
                 f"| {name} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
@@ -215,7 +215,7 @@ class Command(BaseCommand):
             "\n\n| decision | DNP members | strangers blurred per event: mean | worst | own faces visible |"
             "\n|---|---:|---:|---:|---:|"
         )
-        outcomes = {name: blurred(pairs, limits) for name, limits in decisions.items()}
+        outcomes = {name: blurred(pairs, thresholds) for name, thresholds in decisions.items()}
         for name, blur in outcomes.items():
             for size in EVENT_SIZES:
                 found = events_of(pairs, blur, size, as_taken)
@@ -262,9 +262,9 @@ class Command(BaseCommand):
         for count, chosen in ((1, kept), (SEVERAL_REFERENCES, several)):
             pairs = Pairs.of(probes, chosen).leaving_out(unseen)
             as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
-            for name, limits in decisions.items():
-                blur = blurred(pairs, limits)
-                found, events = verdict(pairs, limits), events_of(pairs, blur, 5, as_taken)
+            for name, thresholds in decisions.items():
+                blur = blurred(pairs, thresholds)
+                found, events = verdict(pairs, thresholds), events_of(pairs, blur, 5, as_taken)
                 five = f"{events.strangers_mean:.2%}" if events is not None else "-"
                 self.stdout.write(
                     f"| {name} | {count} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
@@ -286,17 +286,17 @@ class Command(BaseCommand):
     def _found(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
         """Members found in their own photos (faces/measurement/people.py), by condition; faces matched to a member
         they are not, which must stay none."""
-        names = " | ".join(f"{name} (match {limits.match:.2f})" for name, limits in decisions.items())
+        names = " | ".join(f"{name} (match {thresholds.match:.2f})" for name, thresholds in decisions.items())
         self.stdout.write(
             "\n## Members found in their own photos\n\nEach face matched to the member it is most similar to, at "
             f"or above `match`; one reference each.\n\n| condition | {names} |\n|---|" + "---:|" * len(decisions)
         )
         every = np.ones(len(pairs.probes), dtype=bool)
         for label, among in [*conditions(pairs), ("every condition", every)]:
-            counts = [people.found(pairs, limits.match, among) for limits in decisions.values()]
+            counts = [people.found(pairs, thresholds.match, among) for thresholds in decisions.values()]
             cells = " | ".join(f"{one.own}/{one.faces} ({one.own / max(one.faces, 1):.1%})" for one in counts)
             self.stdout.write(f"| {label} | {cells} |")
-        wrong = [str(people.found(pairs, limits.match, every).wrong) for limits in decisions.values()]
+        wrong = [str(people.found(pairs, thresholds.match, every).wrong) for thresholds in decisions.values()]
         self.stdout.write(f"| faces matched to a member they are not, every condition | {' | '.join(wrong)} |")
 
     def _clusters(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
@@ -308,15 +308,17 @@ class Command(BaseCommand):
             f"{people.ARRIVAL_ORDERS[0]}, the worst F1 over {len(people.ARRIVAL_ORDERS)} orders after the slash; "
             "the faces as taken that the decision judges (faces/measurement/people.py)."
         )
-        for name, limits in decisions.items():
+        for name, thresholds in decisions.items():
             self.stdout.write(
-                f"\n| {name}: event | people, faces | the worker (cluster {limits.cluster:.2f}) "
+                f"\n| {name}: event | people, faces | the worker (cluster {thresholds.cluster:.2f}) "
                 f"| Immich (DBSCAN {people.IMMICH_MAX_DISTANCE:g}, {people.IMMICH_MIN_FACES} faces) |"
                 "\n|---|---:|---|---|"
             )
-            orders = [people.cluster_events(probes, limits.unsure_norm, seed) for seed in people.ARRIVAL_ORDERS]
+            orders = [people.cluster_events(probes, thresholds.unsure_norm, seed) for seed in people.ARRIVAL_ORDERS]
             for events in zip(*orders, strict=True):
-                worker = [people.bcubed(e.people, people.worker_clusters(e.embeddings, limits.cluster)) for e in events]
+                worker = [
+                    people.bcubed(e.people, people.worker_clusters(e.embeddings, thresholds.cluster)) for e in events
+                ]
                 immich = [people.bcubed(e.people, people.immich_clusters(e.embeddings)) for e in events]
                 self.stdout.write(
                     f"| {events[0].name} | {len(set(events[0].people))}, {len(events[0].people)} "
@@ -347,9 +349,9 @@ class Command(BaseCommand):
             return
         if checked is None:
             self.stdout.write("(too few people: a half has no member)")
-        for limits, found in checked or []:
+        for thresholds, found in checked or []:
             self.stdout.write(
-                f"| {thresholds_line(limits)} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
+                f"| {thresholds_line(thresholds)} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
                 f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} |"
             )
 
@@ -410,11 +412,12 @@ def _scores(scores: list) -> str:
     )
 
 
-def thresholds_line(limits: Thresholds) -> str:
+def thresholds_line(thresholds: Thresholds) -> str:
     return (
-        f"Thresholds(match={limits.match:.2f}, blur={limits.blur:.2f}, cluster={limits.cluster:.2f}, "
-        f"poor_face_blur={limits.poor_face_blur:.2f}, small_face_px={limits.small_face_px}, "
-        f"turned_face={limits.turned_face:g}, weak_norm={limits.weak_norm:g}, unsure_norm={limits.unsure_norm:g})"
+        f"Thresholds(match={thresholds.match:.2f}, blur={thresholds.blur:.2f}, cluster={thresholds.cluster:.2f}, "
+        f"poor_face_blur={thresholds.poor_face_blur:.2f}, small_face_px={thresholds.small_face_px}, "
+        f"turned_face={thresholds.turned_face:g}, weak_norm={thresholds.weak_norm:g}, "
+        f"unsure_norm={thresholds.unsure_norm:g})"
     )
 
 
