@@ -8,7 +8,6 @@ Both live in pytest's temporary folders and are stopped at the end.
 """
 
 import shutil
-import signal
 from pathlib import Path
 
 import pytest
@@ -150,7 +149,7 @@ def spawn_workers(embedded_pg, tmp_path):
     """spawn(name, *run_worker args, **settings): a run_worker process configured as under systemd
     (queue_helpers.worker_env, then `settings`), logging to tmp_path/NAME.log; returns (process, log path).
     All are stopped with SIGTERM at the end."""
-    from tests.support.queue_helpers import spawn_worker, worker_env
+    from tests.support.queue_helpers import spawn_worker, stop_workers, worker_env
 
     started = []
 
@@ -161,10 +160,7 @@ def spawn_workers(embedded_pg, tmp_path):
         return process, log
 
     yield start
-    for process in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            process.wait(30)
+    stop_workers(*started, timeout=30)
 
 
 @pytest.fixture

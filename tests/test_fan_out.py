@@ -6,7 +6,6 @@ scans the queue or its archive.
 import json
 import logging
 import threading
-import time
 
 import pytest
 from django.db import connection, transaction
@@ -16,7 +15,7 @@ from jobqueue import queries
 from jobqueue.context import JobContext
 from jobqueue.enqueue import enqueue_unless_waiting
 from tests.support import factories
-from tests.support.queue_helpers import archived, send, waiting_for_lock
+from tests.support.queue_helpers import archived, send, waiting_for_lock, waiting_on_me
 from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db", "fast_retries")
@@ -229,14 +228,15 @@ def test_a_photo_job_in_flight_on_another_reader_is_reprocessed_after_it_commits
     event = factories.event()
     photo = factories.rendered_photo_rows(event, 1)[0]
     Photo.objects.filter(id=photo.id).update(variant_version=0, processed_at=None)
-    locked, errors = threading.Event(), []
+    locked, errors, results = threading.Event(), [], {}
 
     def reader_a():
         try:
             with transaction.atomic():
                 Photo.objects.select_for_update().get(id=photo.id)
                 locked.set()
-                time.sleep(0.5)  # detect, match, render...
+                # Detect, match, render... until B's fan-out waits for this photo's lock: it must not read around it.
+                results["b_waited"] = poll(waiting_on_me, timeout=30, interval=0.01)
                 Photo.objects.filter(id=photo.id).update(variant_version=1)
         except Exception as error:
             errors.append(error)
@@ -248,7 +248,8 @@ def test_a_photo_job_in_flight_on_another_reader_is_reprocessed_after_it_commits
     thread.start()
     assert locked.wait(30)
     result = fan_out(event)
-    thread.join(30)
+    thread.join(60)
     assert errors == []
+    assert results["b_waited"], "B's fan-out waited for A's row lock"
     assert result == {"hidden": 0, "enqueued": 1, "already_waiting": 0}
     assert queued_reprocess_ids() == [str(photo.id)]

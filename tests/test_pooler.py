@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from faces.models import Event, Photo
 from tests.support import factories
 from tests.support.pgbouncer import PgBouncer
 from tests.support.ports import free_port
-from tests.support.queue_helpers import ROOT, job, queue_rows, send, worker_env
+from tests.support.queue_helpers import ROOT, job, queue_rows, send, sessions, stop_workers, worker_env
 from tests.support.waiting import wait_for
 from tests.support.worker_health import health
 
@@ -107,9 +106,9 @@ def test_a_pooler_restart_mid_job_hands_the_lock_on_and_loses_nothing(embedded_p
     and each worker's /health says which of the two it is."""
     bouncer = pooler("session")
     ports = {"first": free_port(), "second": free_port()}
-    _, first_log = spawn("first", bouncer.url, WORKER_HEALTH_PORT=ports["first"])
+    first, first_log = spawn("first", bouncer.url, WORKER_HEALTH_PORT=ports["first"])
     wait_for(lambda: "outcome=taken " in first_log.read_text())
-    _, second_log = spawn("second", bouncer.url, WORKER_HEALTH_PORT=ports["second"])
+    second, second_log = spawn("second", bouncer.url, WORKER_HEALTH_PORT=ports["second"])
     wait_for(lambda: "outcome=taken_by_other" in second_log.read_text())
     msg_id = send(job("test_long", seconds=4.0))
     wait_for(lambda: health(ports["first"])[1].get("working_on"))
@@ -130,7 +129,8 @@ def test_a_pooler_restart_mid_job_hands_the_lock_on_and_loses_nothing(embedded_p
     assert (running["phase"], running["lock_held"]) == ("running", True)
     assert (waiting["phase"], waiting["lock_held"], waiting["working_on"]) == ("waiting_for_lock", False, None)
     wait_for(lambda: not queue_rows(), 30)
-    time.sleep(1)
+    # Both stopped: every line is written, and a run still going (the message read twice) ended too.
+    assert stop_workers(first, second) == [0, 0]
     assert Event.objects.filter(name__startswith="long done").count() == 1, "done once"
     assert logs().count("made_visible=1") == 1, "the cut-off message made visible again, once"
     assert "try=3" not in logs()
@@ -142,14 +142,19 @@ def test_two_readers_keep_a_running_message_hidden_across_a_pooler_restart(embed
     reader reads it meanwhile."""
     bouncer = pooler("session")
     settings = {"WORKER_READER_SLOTS": 2, "WORKER_VISIBILITY_TIMEOUT_S": 2}
-    (_, first_log), (_, second_log) = spawn("first", bouncer.url, **settings), spawn("second", bouncer.url, **settings)
+    (first, first_log), (second, second_log) = (
+        spawn("first", bouncer.url, **settings),
+        spawn("second", bouncer.url, **settings),
+    )
     wait_for(lambda: all("outcome=taken " in log.read_text() for log in (first_log, second_log)))
-    send(job("test_long", seconds=6.0))
-    wait_for(lambda: "job=test_long" in first_log.read_text() + second_log.read_text())
+    msg_id = send(job("test_long", seconds=6.0))
+    # In flight: its heartbeat names it (half a second in). No log line says so before the job ends.
+    wait_for(lambda: any("heartbeat reader=" in name and f" msg={msg_id} " in name for _, name in sessions()))
 
     bouncer.restart()
 
     wait_for(lambda: Event.objects.filter(name__startswith="long done").exists(), 60)
     wait_for(lambda: not queue_rows(), 30)
-    time.sleep(3)  # a second run, if any, ends meanwhile
+    # The message is gone, so no read is to come; both readers stopped, a second run still going ended too.
+    assert stop_workers(first, second) == [0, 0]
     assert Event.objects.filter(name__startswith="long done").count() == 1, "done once"

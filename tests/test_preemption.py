@@ -10,10 +10,10 @@ import pytest
 from django.db import connection
 
 from faces.models import Event
+from jobqueue.heartbeat import Heartbeat
 from tests.support import job_handlers
 from tests.support.log_helpers import lines as log_lines
 from tests.support.queue_helpers import archived, job, queue_rows, send
-from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -24,14 +24,45 @@ def fresh_calls():
     job_handlers.flaky_failures.clear()
 
 
-def send_once_running(photo_id: str, message: dict, sent: dict, after_s: float = 0.5) -> threading.Thread:
-    """A thread (with its own connection) that sends `message` once the handler runs on `photo_id`."""
+class Watches:
+    """The heartbeat's watches for privacy work (jobqueue/heartbeat.py, `_watch`), seen through a spy that calls the
+    real one: `found_none` is set once a watch of the try in flight found nothing to stop for; `answers` holds
+    (when, whether it asked the try to stop) for each watch, in order."""
+
+    def __init__(self):
+        self.found_none = threading.Event()
+        self.answers: list[tuple[float, bool]] = []
+
+    def after(self, at: float) -> list[bool]:
+        """The answers of the watches that began after `at` (time.time())."""
+        return [asked for began, asked in self.answers if began > at]
+
+
+@pytest.fixture
+def watches(monkeypatch):
+    seen, real = Watches(), Heartbeat._watch
+
+    def watch(heartbeat, job, reader_pid):
+        began = time.time()
+        asked = real(heartbeat, job, reader_pid)
+        seen.answers.append((began, asked))
+        if not asked:
+            seen.found_none.set()
+        return asked
+
+    monkeypatch.setattr(Heartbeat, "_watch", watch)
+    return seen
+
+
+def send_once_watched(watches: Watches, message: dict, sent: dict) -> threading.Thread:
+    """A thread (with its own connection) that sends `message` once the heartbeat has watched the try in flight
+    and found nothing to stop for: the message comes in the middle of a try, under its watch."""
 
     def run():
-        poll(lambda: any(called == photo_id for _, called in job_handlers.calls), timeout=30, interval=0.02)
-        time.sleep(after_s)
+        sent["watched"] = watches.found_none.wait(30)
         sent["at"] = time.time()
         send(message)
+        sent["committed"] = time.time()
         connection.close()
 
     thread = threading.Thread(target=run)
@@ -39,13 +70,14 @@ def send_once_running(photo_id: str, message: dict, sent: dict, after_s: float =
     return thread
 
 
-def test_privacy_work_stops_a_long_try_which_runs_again_after_it_uncounted(fast_worker, caplog):
+def test_privacy_work_stops_a_long_try_which_runs_again_after_it_uncounted(fast_worker, caplog, watches):
     long_id, change_id = str(uuid.uuid4()), str(uuid.uuid4())
     send(job("test_long", long_id, seconds=4))
     sent = {}
-    sender = send_once_running(long_id, job("test_first", change_id), sent)
+    sender = send_once_watched(watches, job("test_first", change_id), sent)
     fast_worker(drain=True).run()
     sender.join()
+    assert sent["watched"]
 
     order = [(name, photo_id) for name, photo_id in job_handlers.calls if name != "test_flaky"]
     assert order == [("test_long", long_id), ("test_first", change_id), ("test_long", long_id)]
@@ -62,34 +94,43 @@ def test_privacy_work_stops_a_long_try_which_runs_again_after_it_uncounted(fast_
     assert archived() == {}
 
 
-def test_the_privacy_job_is_done_within_a_second_of_its_send_while_a_20_s_try_runs(fast_worker, caplog):
+def test_the_privacy_job_is_done_within_a_second_of_its_send_while_a_20_s_try_runs(fast_worker, caplog, watches):
     long_id, change_id = str(uuid.uuid4()), str(uuid.uuid4())
     send(job("test_long", long_id, seconds=20))
     sent = {}
-    sender = send_once_running(long_id, job("test_first", change_id), sent, after_s=1.0)
+    sender = send_once_watched(watches, job("test_first", change_id), sent)
     fast_worker(drain=True).run()
     sender.join()
+    assert sent["watched"]
     done = next(r for r in caplog.records if r.getMessage() == "job_done" and getattr(r, "job", None) == "test_first")
     assert done.created - sent["at"] < 1.0, "the watch (every 0.25 s) and the try's next checkpoint (50 ms)"
     assert job_handlers.calls.index(("test_first", change_id)) == 1
 
 
-def test_ordinary_work_does_not_stop_the_try_in_flight(fast_worker, caplog):
+def test_ordinary_work_does_not_stop_the_try_in_flight(fast_worker, caplog, watches):
     long_id, other_id = str(uuid.uuid4()), str(uuid.uuid4())
     send(job("test_long", long_id, seconds=1.5))
-    sender = send_once_running(long_id, job("test_record", other_id), {})
+    sent = {}
+    sender = send_once_watched(watches, job("test_record", other_id), sent)
     fast_worker(drain=True).run()
     sender.join()
+    assert sent["watched"]
+    assert watches.after(sent["committed"]), "the try was watched after the send"
+    assert not any(watches.after(sent["committed"])), "and never asked to stop"
     assert log_lines(caplog, "job_preempted") == []
     assert [name for name, _ in job_handlers.calls] == ["test_long", "test_record"]
 
 
-def test_the_renders_a_hide_sends_first_do_not_stop_the_try_in_flight(fast_worker, caplog):
+def test_the_renders_a_hide_sends_first_do_not_stop_the_try_in_flight(fast_worker, caplog, watches):
     long_id, render_id = str(uuid.uuid4()), str(uuid.uuid4())
     send(job("test_long", long_id, seconds=1.5))
-    sender = send_once_running(long_id, job("test_record", render_id, first=True), {})
+    sent = {}
+    sender = send_once_watched(watches, job("test_record", render_id, first=True), sent)
     fast_worker(drain=True).run()
     sender.join()
+    assert sent["watched"]
+    assert watches.after(sent["committed"]), "the try was watched after the send"
+    assert not any(watches.after(sent["committed"])), "and never asked to stop"
     assert log_lines(caplog, "job_preempted") == []
 
 

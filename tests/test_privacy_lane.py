@@ -91,12 +91,13 @@ def assert_g_blurred_and_clip_published(photo_a: Photo, photo_b: Photo, clip, gr
 def test_a_change_during_a_clips_detection_is_applied_within_seconds(events, env, tmp_path, group):
     photo_a, guest, photo_b, clip = events
     send({"job": "face_process", "photo_id": str(photo_b.id)})
-    log = tmp_path / "worker.log"
-    worker = spawn_worker(env, "--drain", log_path=log)
+    log, looked = tmp_path / "worker.log", tmp_path / "first-look"
+    # tests/support/worker_process.py touches the FIRST_LOOK_MARK file after each look at one of the clip's frames.
+    worker = spawn_worker({**env, "FIRST_LOOK_MARK": str(looked)}, "--drain", log_path=log)
     second = None
     try:
-        wait_for(lambda: working_on("face_process"), timeout=LONG_S)
-        time.sleep(1.0)  # well inside the clip's detection (about 10 s on one core)
+        # The detector has looked at a frame of the clip: inside its detection (about 10 s on one core).
+        wait_for(looked.exists, timeout=LONG_S)
         second = spawn_worker(env, log_path=tmp_path / "second.log")
         sent = turn_on_dnp(photo_a, guest)
         wait_for(hidden(photo_a), timeout=30)

@@ -19,7 +19,15 @@ from faces.models import Event
 from jobqueue.logfmt import parse
 from jobqueue.preemption import PRIVACY_VT_S
 from tests.support import factories
-from tests.support.queue_helpers import done_by, job, queue_rows, send, sessions, terminate_reader_sessions
+from tests.support.queue_helpers import (
+    done_by,
+    job,
+    queue_rows,
+    send,
+    sessions,
+    stop_workers,
+    terminate_reader_sessions,
+)
 from tests.support.waiting import wait_for
 
 pytestmark = pytest.mark.usefixtures("live_db")
@@ -97,8 +105,8 @@ def test_a_job_three_times_longer_than_its_visibility_timeout_is_never_read_twic
     """The heartbeat keeps it hidden: an ordinary job WORKER_VISIBILITY_TIMEOUT_S at a time, a privacy job
     PRIVACY_VT_S (3 s) at a time, whatever the setting."""
     msg_id = send(job(name, seconds=seconds))
-    _, first_log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=vt)
-    _, second_log = spawn("second", WORKER_VISIBILITY_TIMEOUT_S=vt)
+    first, first_log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=vt)
+    second, second_log = spawn("second", WORKER_VISIBILITY_TIMEOUT_S=vt)
     reads = set()
 
     def finished() -> bool:
@@ -108,7 +116,8 @@ def test_a_job_three_times_longer_than_its_visibility_timeout_is_never_read_twic
 
     wait_for(finished, timeout=40, interval=0.1)
     assert max(reads) == 1, "read once: the other reader never took it while it ran"
-    time.sleep(1)
+    # Both stopped: their job_done lines are written, and a second run, had one begun, has ended.
+    assert stop_workers(first, second) == [0, 0]
     logs = first_log.read_text() + second_log.read_text()
     assert f"msg_id={msg_id} try=1" in logs
     assert "try=2" not in logs
@@ -165,12 +174,13 @@ def test_a_retry_whose_backoff_outlasts_the_timeout_is_not_run_twice_at_once(spa
     and runs it. The first reader's "visible again now", when its backoff ends, must not hand that running
     message to a third read."""
     settings = {"WORKER_VISIBILITY_TIMEOUT_S": 1, "WORKER_RETRY_BACKOFF_S": 2}
-    (_, first_log), (_, second_log) = spawn("first", **settings), spawn("second", **settings)
+    (first, first_log), (second, second_log) = spawn("first", **settings), spawn("second", **settings)
     wait_for(lambda: taken(first_log) and taken(second_log))
     send(job("test_fail_then_slow", once_marker=str(tmp_path / "failed-once"), seconds=3))
     wait_for(lambda: Event.objects.filter(name__startswith="done ").exists(), timeout=30)
     wait_for(lambda: not queue_rows(), timeout=30)
-    time.sleep(4)  # a second run, if any, ends meanwhile
+    # The message is gone, so no read is to come; both readers stopped, a run still going (a third read) ended too.
+    assert stop_workers(first, second) == [0, 0]
     logs = first_log.read_text() + second_log.read_text()
     assert Event.objects.filter(name__startswith="done ").count() == 1, "the retried job ran once"
     assert "try=2" in logs

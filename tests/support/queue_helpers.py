@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -95,6 +96,16 @@ def spawn_worker(env: dict, *args: str, log_path: Path) -> subprocess.Popen:
     )
 
 
+def stop_workers(*processes: subprocess.Popen, timeout: float = 60) -> list[int]:
+    """SIGTERM to each worker still running, then each one's exit code once it exited. A worker stops after the
+    try in flight ends (committed or rolled back): once this returns, every run any of them had begun is over and
+    its log says all it did."""
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    return [process.wait(timeout) for process in processes]
+
+
 def waiting_for_lock(namespace: int) -> bool:
     """Is some transaction waiting for a transaction-scoped advisory lock of `namespace` (two-key form)?"""
     with connection.cursor() as cursor:
@@ -102,6 +113,15 @@ def waiting_for_lock(namespace: int) -> bool:
             "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
             "AND classid = %s::bigint::oid AND objsubid = 2",
             [namespace],
+        )
+        return cursor.fetchone()[0] > 0
+
+
+def waiting_on_me() -> bool:
+    """Is some other session waiting for a lock this connection's transaction holds (a row it locked, say)?"""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks WHERE NOT granted AND pg_backend_pid() = ANY(pg_blocking_pids(pid))"
         )
         return cursor.fetchone()[0] > 0
 
