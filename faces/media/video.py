@@ -30,7 +30,7 @@ from faces.media.codec import poster
 from faces.media.kinds import MediaKind
 from faces.media.media import Painter, RenderedFile
 
-# x264: "veryfast" with the diamond motion search: 0.91x veryfast's CPU for the same file and luma PSNR
+# x264: "veryfast" with the diamond motion search: 0.90-0.95x veryfast's CPU for the same file and luma PSNR
 # (bench/video_encoder.py). Its cheaper sub-pixel refinement (subme 1) would save a quarter more but leaves coding
 # noise in a blurred smeared face (tests/test_video_coverage.py's smeared look frame: detail 0.49 where a blur
 # leaves under 0.4). CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
