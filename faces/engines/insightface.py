@@ -232,6 +232,9 @@ def _session(model_file: str, intra_op_threads: int, providers: list[str]):
     options.intra_op_num_threads = intra_op_threads
     options.inter_op_num_threads = 1
     options.log_severity_level = ORT_LOG_ERRORS_ONLY
+    # A pool thread that has done its part sleeps rather than spins: spinning took the cores x264's and the video
+    # decoder's threads need, and two threads ran a clip slower than one (bench/media.py --threads "1 2").
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = onnxruntime.InferenceSession(model_file, options, providers=[_with_options(p) for p in providers])
     except Exception as error:  # onnxruntime raises its own types for files that are not models
