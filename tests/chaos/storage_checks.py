@@ -65,11 +65,13 @@ def outcome_mismatches(chaos, lines: list[dict]) -> int:
     each clip of the seed the worker refused (a clip is processed like a photo, as it once was not)."""
     from faces.models import Photo
 
-    last, refused = last_outcomes(lines), clips_refused(chaos, lines)
+    last, refused = last_ends(lines), clips_refused(chaos, lines)
     mismatches = 0
     for photo in Photo.objects.filter(id__in=[p for p in last if is_uuid(p)]):
-        outcome = last[str(photo.id)]
+        outcome = last[str(photo.id)]["outcome"]
         if outcome == "archived" and photo.processed_at is not None:
+            if rendered_since(lines, photo, last[str(photo.id)]):
+                continue
             mismatches += 1
         elif outcome == "completed" and (photo.processed_at is None or not expected_files_present(chaos, photo)):
             mismatches += 1
@@ -81,13 +83,23 @@ def outcome_mismatches(chaos, lines: list[dict]) -> int:
     return mismatches + len(refused)
 
 
-def last_outcomes(lines: list[dict]) -> dict[str, str]:
-    """photo id -> the outcome (completed, archived) of its last job that changed it."""
+def last_ends(lines: list[dict]) -> dict[str, dict]:
+    """photo id -> the end line (outcome completed or archived) of its last job that changed it."""
     return {
-        fields["photo_id"]: fields["outcome"]
+        fields["photo_id"]: fields
         for fields in changing_ends(lines)
         if "photo_id" in fields and fields.get("outcome") in {"completed", "archived"}
     }
+
+
+def rendered_since(lines: list[dict], photo, end: dict) -> bool:
+    """Whether the files the photo's row names were rendered after `end`: a later try published it, whose own end
+    line a kill right after its commit took with it (its message deleted, never read again)."""
+    folder = photo.public_key.rsplit("/", 1)[0] + "/"
+    return any(
+        fields["event"] == "render_folder" and fields.get("folder") == folder and fields["asctime"] > end["asctime"]
+        for fields in lines
+    )
 
 
 def clips_refused(chaos, lines: list[dict]) -> list[tuple[str, str]]:
