@@ -78,13 +78,11 @@ def test_job_cost():
     assert "| floor (bench/floor.py) | 1 |" in out
 
 
-def test_job_cost_of_a_clip():
-    out = bench(
-        "bench/job_cost.py", "--clip", "720p", "--clip-seconds", "0.5", "--scene", "walking", "--photos", "1",
-        "--rounds", "1", "--baseline", "HEAD",
-    )  # fmt: skip
+def test_job_cost_of_a_clip_on_one_and_two_threads():
+    args = ["--clip", "720p", "--clip-seconds", "0.5", "--scene", "walking", "--photos", "1", "--rounds", "1"]
+    out = bench("bench/job_cost.py", *args, "--two-threads", "--baseline", "HEAD")
     assert "a 0.5 s 720p clip, 2 guests walking" in out
-    assert "| this tree | 1 |" in out
+    assert "This tree on two onnxruntime threads: 1 jobs" in out
 
 
 def test_video_encoder():
