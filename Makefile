@@ -7,10 +7,11 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test unit lint install tools clean demo stop platforms
 
+# The slowest 20 tests close the report: where the suite's time goes.
 test: $(STAMP) tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/pytest
+	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/pytest --durations=20
 
 install: $(STAMP)
 
