@@ -9,12 +9,12 @@ import os
 import shutil
 import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.ports import free_port, listening
+from tests.support.waiting import poll
 
 INSTALL = "apt-get update && apt-get install -y pgbouncer"
 
@@ -62,11 +62,9 @@ class PgBouncer:
     def start(self) -> "PgBouncer":
         command = [binary(), *(["-u", self.run_as] if self.run_as else []), str(self.folder / "pgbouncer.ini")]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 10
-        while not listening(self.port):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"pgbouncer did not start: {self.log()[-2000:]}")
-            time.sleep(0.05)
+        poll(lambda: listening(self.port) or self.process.poll() is not None, timeout=10)
+        if not listening(self.port):
+            raise RuntimeError(f"pgbouncer did not start: {self.log()[-2000:]}")
         return self
 
     def stop(self) -> None:
