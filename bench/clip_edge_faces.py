@@ -98,16 +98,15 @@ def covered(data: bytes, truth: list, engine) -> tuple[int, int, float]:
 def edge_looks():
     """The `edge-looks` variant: a changed place at the frame's edge makes its frame a whole look."""
     from faces.detection import clips
-    from faces.engines.pyramid import video_frame_plan
 
     searched = clips._analyze_region
 
-    def analyze_region(engine, frame, region, checkpoint):
+    def analyze_region(engine, frame, region, look, checkpoint):
         height, width = frame.shape[:2]
         x1, y1, x2, y2 = region
         if x1 <= 0 or y1 <= 0 or x2 >= width or y2 >= height:
-            return engine.analyze(frame, plan=video_frame_plan(width, height), checkpoint=checkpoint)
-        return searched(engine, frame, region, checkpoint)
+            return engine.analyze(frame, plan=look, checkpoint=checkpoint)
+        return searched(engine, frame, region, look, checkpoint)
 
     clips._analyze_region = analyze_region
     return lambda: setattr(clips, "_analyze_region", searched)

@@ -21,7 +21,7 @@ from faces import thresholds
 from faces.checkpoint import Checkpoint, never_stop
 from faces.detection import motion
 from faces.engines import DetectedFace, FaceEngine
-from faces.engines.pyramid import video_frame_plan
+from faces.engines.pyramid import Plan, video_frame_plan
 from faces.geometry import iou
 from faces.media.clip import Clip
 from faces.tracks import DETECT_INTERVAL_S, link
@@ -44,17 +44,18 @@ def detect_clip(
     searched: dict[float, list] = {}  # frames searched in parts only: those parts
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     watched = motion.changes(clip.frames(), watching=not clip.every_frame)
+    # One plan for the clip's looks and the places searched between them: the frame's size decides it.
+    plan = None if clip.every_frame else video_frame_plan(clip.width, clip.height)
     for time, (frame, change), look in scheduled(((t, (f, c), c.cut) for t, f, c in watched), clip.every_frame):
         checkpoint()  # a try cut off from its session, or stopped for privacy work, stops within a frame
         if change.cut:
             cuts.append(time)
         if look or change.whole_frame:
-            plan = None if clip.every_frame else video_frame_plan(clip.width, clip.height)
             seen += [(time, face) for face in engine.analyze(frame, plan=plan, checkpoint=checkpoint)]
             continue
         # Where a sighting here may continue a track: the regions searched, and the people who moved.
         regions, moved = motion.search_areas(change, _people(seen, time))
-        seen += [(time, face) for region in regions for face in _analyze_region(engine, frame, region, checkpoint)]
+        seen += [(time, face) for area in regions for face in _analyze_region(engine, frame, area, plan, checkpoint)]
         searched[time] = [np.array(area) / scale for area in regions + moved]
     sightings = [(time, face.box / scale) for time, face in seen]
     clear = _clearly_seen([face for _, face in seen], engine.name, clip.width, clip.height)
@@ -101,29 +102,31 @@ def _people(seen: list[tuple[float, DetectedFace]], time: float) -> list:
     return people
 
 
-def _analyze_region(engine: FaceEngine, frame: np.ndarray, region, checkpoint: Checkpoint) -> list[DetectedFace]:
-    """The faces in one region of a frame, in the frame's pixels. A face the region's edge cuts (only its
-    leading part changed) is searched again in its own surroundings, so its sighting is the whole face."""
+def _analyze_region(
+    engine: FaceEngine, frame: np.ndarray, region, look: Plan, checkpoint: Checkpoint
+) -> list[DetectedFace]:
+    """The faces in one region of a frame, on its looks' plan `look`, in the frame's pixels. A face the region's
+    edge cuts (only its leading part changed) is searched again in its own surroundings, so its sighting is the
+    whole face."""
     height, width = frame.shape[:2]
     found = []
-    for face in _search(engine, frame, region, checkpoint):
+    for face in _search(engine, frame, region, look, checkpoint):
         if _cut_by(face.box, region, width, height):
             x1, y1, x2, y2 = (float(v) for v in face.box)
             reach = 1.5 * max(x2 - x1, y2 - y1)  # a sliver's height is the face's: its width is not
             around = (x1 - reach, y1 - reach, x2 + reach, y2 + reach)
-            whole = _search(engine, frame, _clipped(around, width, height), checkpoint)
+            whole = _search(engine, frame, _clipped(around, width, height), look, checkpoint)
             face = max(whole, key=lambda other: iou(face.box, other.box), default=face)
         found.append(face)
     return found
 
 
-def _search(engine: FaceEngine, frame: np.ndarray, region, checkpoint: Checkpoint) -> list[DetectedFace]:
-    """One region searched at its frame's look scale (a face that comes into view there is as small as the
-    looks find) and within REGION_DETECTOR_PIXELS: a large one (a dancing crowd) is shrunk first, so the search
-    between looks stays cheap; its smaller faces are the looks'."""
+def _search(engine: FaceEngine, frame: np.ndarray, region, look: Plan, checkpoint: Checkpoint) -> list[DetectedFace]:
+    """One region searched on its frame's looks' plan, at their scale (a face that comes into view there is as
+    small as the looks find) and within REGION_DETECTOR_PIXELS: a large one (a dancing crowd) is shrunk first, so
+    the search between looks stays cheap; its smaller faces are the looks'."""
     x1, y1, x2, y2 = region
     crop = frame[y1:y2, x1:x2]
-    look = video_frame_plan(frame.shape[1], frame.shape[0])
     factor = min(1.0, math.sqrt(REGION_DETECTOR_PIXELS / (look.fine_scale**2 * crop.shape[0] * crop.shape[1])))
     if factor < 1.0:
         size = (max(1, round(crop.shape[1] * factor)), max(1, round(crop.shape[0] * factor)))

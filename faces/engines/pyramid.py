@@ -197,8 +197,8 @@ class PyramidDetector:
 
     def levels(self, width: int, height: int) -> list[float]:
         """Scales (detector px per photo px), finest first; the last is the overview. An image small enough that its
-        finest level is no larger than an overview (a region of a video frame searched between looks, at 1.5x)
-        has that level alone: one pass holds every face there whole, however large, as the overview would."""
+        finest level is no larger than an overview (most places of a video frame searched between looks) has that
+        level alone: one pass holds every face there whole, however large, as the overview would."""
         overview = self.overview_scale(width, height)
         if (
             self.passes is self.overview_passes
