@@ -7,11 +7,15 @@ STAMP := $(VENV)/.installed
 
 .PHONY: test unit lint install tools clean demo stop platforms
 
-# The slowest 20 tests close the report: where the suite's time goes.
+# The suite in TEST_PROCESSES processes (pytest-xdist), a test file to a process; each process starts its own
+# PostgreSQL and S3 server. More processes than the CI's two cores: much of the suite waits on worker processes,
+# outages and timeouts rather than computing. The slowest 20 tests close the report: where the suite's time goes.
+TEST_PROCESSES ?= 3
+
 test: $(STAMP) tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/pytest --durations=20
+	env -u DATABASE_URL -u R2_ENDPOINT_URL -u SENTRY_DSN $(BIN)/pytest -n $(TEST_PROCESSES) --dist loadfile --durations=20
 
 install: $(STAMP)
 

@@ -43,10 +43,13 @@ SYSTEM_FILES = {
 
 
 def pytest_collection_modifyitems(config, items):
+    """Marks the system tier, and runs it first: its files are the long ones, so that under `pytest -n`
+    (a file to a process) they start early and the short files fill in around them."""
     here = Path(__file__).parent
     for item in items:
         if item.path.parent == here and item.path.name in SYSTEM_FILES:
             item.add_marker(pytest.mark.system)
+    items.sort(key=lambda item: item.get_closest_marker("system") is None)
 
 
 # Every table the tests write: the API's tables and the queue with its archive.

@@ -39,6 +39,16 @@ def test_start_reuse_and_restart_keeps_data(fresh_server):
     assert names == ["kept across restarts"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root runs the server as another user")
+def test_a_server_stops_after_the_folders_above_its_data_were_closed_to_others(fresh_server):
+    """What a parallel test process does to pytest's temporary root when its session starts."""
+    fresh_server.ensure_ready()
+    above = fresh_server.pgdata.parent
+    above.chmod(0o700)
+    fresh_server.stop()
+    assert not fresh_server.running
+
+
 def test_manage_py_works_on_the_defaults_with_no_setup(tmp_path):
     """No DATABASE_URL, no R2: `manage.py shell` starts and provisions var/postgres itself."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "R2_"))}

