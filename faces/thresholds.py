@@ -9,7 +9,7 @@ A face the recogniser saw poorly (`FaceQuality`, below) reaches far lower simila
 reference than a clear one, while strangers' similarities stay where they are. So the blur decision reads
 the face's quality: a poorly seen face (small, turned, or with a weak embedding) is blurred from the lower
 `poor_face_blur`, and a face too poorly seen to judge at all is unsure, blurred wherever an active DNP
-member could be it, as a face cut by the image edge is (faces/matching.py).
+member could be it, as a face cut by the image edge is (faces/people.py).
 
 How well a face can be judged (`FaceQuality`): a DNP guest's own face can fall far under every threshold
 against their reference when the recogniser saw it poorly: a head turned away, a small or blurred face,

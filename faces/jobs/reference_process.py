@@ -9,7 +9,7 @@ its DNP member stays fail-closed until a better reference is ready.
 
 An ambiguous selfie still protects: its comparably large faces, one of which is the subject's, are kept
 (`candidate_embeddings`), and matching blurs a face near any of them for a DNP member who has no ready reference.
-It identifies nobody (faces/matching.py). When one of them is too poorly seen, none is kept: fail-closed.
+It identifies nobody (faces/people.py). When one of them is too poorly seen, none is kept: fail-closed.
 """
 
 from django.utils import timezone

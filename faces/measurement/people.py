@@ -1,9 +1,9 @@
 """Who is in a photo, measured on a labelled set: members found in their own photos, and Unknown clusters.
 
-- Matching: a face is matched to the member it is most similar to, at or above `match` (faces/matching.py); each
+- Matching: a face is matched to the member it is most similar to, at or above `match` (faces/people.py); each
   person of the set is a member with their reference (faces.measurement.probes). The share of a member's own
   faces matched to them is what the app's "my photos" shows; a stranger's face matched to a member must never be.
-- Clusters: each event's faces, in an arrival order, clustered by the worker's own rule (faces/clustering.py: the
+- Clusters: each event's faces, in an arrival order, clustered by the worker's own rule (faces/people.py: the
   nearest centroid at or above `cluster`, else a new cluster; a face too poorly seen to judge joins none), scored
   against the labels with BCubed precision and recall (per face: the share of its cluster that is its person, and
   the share of its person in its cluster), beside DBSCAN as Immich runs it on the same embeddings. The events are
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faces.clustering import joined_centroid
 from faces.measurement.probes import AS_TAKEN, Probe
 from faces.measurement.verdicts import Pairs
+from faces.people import joined_centroid
 
 # The `cluster` thresholds tried, loosest first; the rule keeps the loosest at which every event's clusters stay
 # pure (CLUSTER_PRECISION), one step stricter.
@@ -60,7 +60,7 @@ def bcubed(people: np.ndarray, clusters: np.ndarray) -> Score:
 
 
 def worker_clusters(embeddings: np.ndarray, threshold: float) -> np.ndarray:
-    """Each face's cluster as the worker assigns them one by one (faces/clustering.py's rule, its centroid
+    """Each face's cluster as the worker assigns them one by one (faces/people.py's rule, its centroid
     arithmetic; the nearest centroid by cosine, as pgvector orders them)."""
     centroids = np.zeros((0, embeddings.shape[1]), dtype=np.float32)
     counts: list[int] = []
@@ -139,7 +139,7 @@ def _source(one: Probe) -> str:
 
 @dataclass(frozen=True)
 class Found:
-    """Faces matched the way faces/matching.py matches them (the most similar member, at or above `match`)."""
+    """Faces matched the way faces/people.py matches them (the most similar member, at or above `match`)."""
 
     own: int  # members' faces matched to themselves
     faces: int  # members' faces (a reference photo aside)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from faces.matching import Candidates, PhotoMatch
+from faces.people import Candidates, PhotoMatch
 from faces.thresholds import NOT_MEASURED, FaceQuality, FaceView, Thresholds
 
 X, Y, GUEST = uuid.UUID(int=1), uuid.UUID(int=2), uuid.UUID(int=3)
