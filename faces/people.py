@@ -93,7 +93,7 @@ class PhotoMatch:
     # seen); None when a threshold is not measured (every face is blurred).
     similar: np.ndarray | None
     # (F,): faces that cannot be told apart from a DNP member, so they count as reaching every one: cut by
-    # the image edge past thresholds.UNSURE_HIDDEN_SHARE, or too poorly seen to judge (Thresholds.too_poor).
+    # the image edge past Thresholds.unsure_hidden_share, or too poorly seen to judge (Thresholds.too_poor).
     unsure: np.ndarray
     # (F,): the faces too poorly seen to judge (a track's: when all its faces are): they join no cluster.
     too_poor: np.ndarray
