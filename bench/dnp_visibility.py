@@ -35,7 +35,6 @@ BASELINE = "ae6c4cb"  # main before "Recognise a Do Not Publish guest in real ph
 # Mean absolute difference (0-255) of the face's middle between upload and public file under which the face
 # is shown as uploaded. A blurred face differs by 15 or more (tests/test_demo.py); a JPEG re-encode by 1-3.
 VISIBLE_DIFFERENCE = 6.0
-STRONG_TURN = 0.5
 
 
 @dataclass(frozen=True)
@@ -190,12 +189,18 @@ def _put(key: str, path: Path) -> str:
 
 
 def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
+    from faces.measurement.recommend import RULE
+
+    strong_turn = RULE.goals.strong_turn  # the turn the thresholds' goals are stated at
     members = [upload for upload in uploads if not upload.stranger]
     strangers = len(uploads) - len(members)
-    turned = sum(1 for upload in members if upload.head_turn >= STRONG_TURN)
+    turned = sum(1 for upload in members if upload.head_turn >= strong_turn)
     events = len({upload.event for upload in uploads})
     print(f"\n## End to end: {events} events of {len(references) // max(events, 1)} DNP members (each one's most ")
-    print(f"frontal large photo the reference), {len(members)} photos of them ({turned} at a head turn >= 0.5), ")
+    print(
+        f"frontal large photo the reference), {len(members)} photos of them ({turned} at a head turn >= "
+        f"{strong_turn:g}), "
+    )
     print(f"{strangers} photos of strangers\n")
     print(
         "| worker | published | member's face visible | at a strong turn | ratio vs baseline "
@@ -208,7 +213,7 @@ def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
         seen = result["seen"]
         own = [(upload, what) for upload, what in seen if not upload.stranger]
         visible = sum(1 for _, what in own if what == "visible")
-        strong = sum(1 for upload, what in own if what == "visible" and upload.head_turn >= STRONG_TURN)
+        strong = sum(1 for upload, what in own if what == "visible" and upload.head_turn >= strong_turn)
         blurred = sum(1 for upload, what in seen if upload.stranger and what == "blurred")
         published = sum(1 for _, what in seen if what != "unpublished")
         base = visible if base is None else base

@@ -5,7 +5,7 @@ the same face uncut).
 Each of t1's six faces is cut by the left, right, top or bottom edge of a crop with 0-50 % of its box
 past the edge (the crop saved as JPEG q90, as an upload), and detected with the resident engine. Per
 true hidden share: faces detected, the estimate's range, the lowest similarity to the same face whole,
-and how many count as unsure (faces.thresholds.UNSURE_HIDDEN_SHARE: reaching every DNP member).
+and how many count as unsure (faces.thresholds.Thresholds.unsure_hidden_share: reaching every DNP member).
 
 Usage: python bench/edge_cuts.py [--faces N] [--hidden 0 0.05 ... 0.5]
 """
@@ -40,11 +40,12 @@ def main() -> None:
 
     django.setup()
     from faces.engines import resident_engine
-    from faces.thresholds import UNSURE_HIDDEN_SHARE
+    from faces.thresholds import for_engine
     from momentlens.devservices import samples
 
     started = time.perf_counter()
     engine, group = resident_engine(), samples.group_photo()
+    unsure_share = for_engine(engine.name).unsure_hidden_share
     whole = sorted(engine.analyze(group), key=lambda face: face.box[0])[: args.faces]
     rows = defaultdict(list)  # true hidden share -> (estimate, similarity) per detected face; None: missed
     for face in whole:
@@ -52,13 +53,13 @@ def main() -> None:
             for hidden in args.hidden:
                 rows[hidden].append(cut_and_detect(engine, group, face, side, hidden))
     print(f"\n## Faces cut by the edge: t1's {len(whole)} faces x {len(SIDES)} sides, JPEG q90, buffalo_s\n")
-    print(f"Unsure (reaches every DNP member): estimated hidden share >= {UNSURE_HIDDEN_SHARE}.\n")
+    print(f"Unsure (reaches every DNP member): estimated hidden share >= {unsure_share}.\n")
     print("| hidden (true) | detected | estimate min | estimate mean | estimate max | similarity, min | unsure |")
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for hidden, found in rows.items():
         seen = [row for row in found if row is not None]
         estimates, similarities = [e for e, _ in seen], [s for _, s in seen]
-        unsure = sum(e >= UNSURE_HIDDEN_SHARE for e in estimates)
+        unsure = sum(e >= unsure_share for e in estimates)
         print(
             f"| {hidden:.2f} | {len(seen)}/{len(found)} | {min(estimates):.2f} | {np.mean(estimates):.2f} | "
             f"{max(estimates):.2f} | {min(similarities):.2f} | {unsure}/{len(seen)} |"

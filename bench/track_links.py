@@ -1,7 +1,7 @@
 """One person per track: how unlike may two clearly seen faces be and still be linked as one person?
 
 A clip's sightings link into tracks (faces/tracks.py); a track is judged as one person (the bag rule,
-faces/matching.py). A link between two people is wrong data (one person's faces stored as the other's); a
+faces/people.py). A link between two people is wrong data (one person's faces stored as the other's); a
 track split where it is one person leaves each piece to be judged on its own faces. The link refuses two
 sightings that are both seen clearly (faces.thresholds: wide enough, not turned, a strong embedding) and
 whose similarity is under faces.tracks.LINK_AGREEMENT.

@@ -59,12 +59,12 @@ GRANT USAGE ON SCHEMA pgmq TO momentlens_worker;
 -- reprocess_event: does the event exist (faces/jobs/photo_jobs.py). Read-only.
 GRANT SELECT ON events TO momentlens_worker;
 
--- Matching's candidates (faces/matching.py), thumbnail_dims's "any active DNP member?"
+-- Matching's candidates (faces/people.py), thumbnail_dims's "any active DNP member?"
 -- (faces/jobs/photo_jobs.py), reference_process's "events this user is in". Read-only:
 -- membership and DNP choices are the API's.
 GRANT SELECT ON event_members TO momentlens_worker;
 
--- Candidates' references (faces/matching.py), the sweep's "is this key an upload?"
+-- Candidates' references (faces/people.py), the sweep's "is this key an upload?"
 -- (faces/rendering/sweep.py). reference_process records its result
 -- (faces/jobs/reference_process.py: record_reference, the archive hook mark_failed),
 -- on the row it locks with SELECT ... FOR UPDATE (which needs an UPDATE grant).
@@ -87,11 +87,11 @@ GRANT UPDATE (variant_version, width, height, media_type, duration_ms, public_ke
 GRANT SELECT, INSERT, UPDATE, DELETE ON photo_variants TO momentlens_worker;
 
 -- detect_and_store inserts each detected face (faces/detection/__init__.py); matching sets
--- matched_user_id and similarity (faces/matching.py), clustering unknown_cluster_id
--- (faces/clustering.py). The worker never deletes a face: a photo's faces go with it.
+-- matched_user_id and similarity, clustering unknown_cluster_id (faces/people.py). The
+-- worker never deletes a face: a photo's faces go with it.
 GRANT SELECT, INSERT, UPDATE ON faces TO momentlens_worker;
 
--- faces/clustering.py: a face joins the nearest cluster (UPDATE centroid, face_count,
+-- faces/people.py: a face joins the nearest cluster (UPDATE centroid, face_count,
 -- under SELECT ... FOR UPDATE) or starts one (INSERT); a cluster whose last face is
 -- matched is deleted.
 GRANT SELECT, INSERT, UPDATE, DELETE ON unknown_clusters TO momentlens_worker;

@@ -7,7 +7,7 @@ So the job that learns of the change looks first, from the stored embeddings: pg
 photos with a face within reach of a DNP member's reference (at the lowest blur threshold, that of a
 poorly seen face), and those with a face at the image's edge or seen too poorly to judge (the unsure
 rules); each of them is matched as
-a render would match it (faces.matching.PhotoMatch, size-aware thresholds, tracks as bags), and a photo
+a render would match it (faces.people.PhotoMatch, size-aware thresholds, tracks as bags), and a photo
 whose files would blur a face, or a region, that its current files do not (photos.render_plan) is
 unpublished at once. Its render, sent first (`jobqueue.enqueue.enqueue_unless_waiting(first=True)`),
 publishes it again. A false hide only delays a photo by one render; a missed one is a published face, so
@@ -23,8 +23,8 @@ import numpy as np
 from django.db import connection
 
 from faces import queries, thresholds
-from faces.matching import Candidates, PhotoMatch
 from faces.models import EventMember, Face, Photo
+from faces.people import Candidates, PhotoMatch
 from faces.publication import unpublish
 from faces.rendering.files import plan_of
 

@@ -9,7 +9,7 @@ A face the recogniser saw poorly (`FaceQuality`, below) reaches far lower simila
 reference than a clear one, while strangers' similarities stay where they are. So the blur decision reads
 the face's quality: a poorly seen face (small, turned, or with a weak embedding) is blurred from the lower
 `poor_face_blur`, and a face too poorly seen to judge at all is unsure, blurred wherever an active DNP
-member could be it, as a face cut by the image edge is (faces/matching.py).
+member could be it, as a face cut by the image edge is (faces/people.py).
 
 How well a face can be judged (`FaceQuality`): a DNP guest's own face can fall far under every threshold
 against their reference when the recogniser saw it poorly: a head turned away, a small or blurred face,
@@ -29,13 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from faces.geometry import FractionBox, hidden_share
-
-# A face with this much of itself past the image edge (estimated from its box) cannot be told apart
-# from a DNP member. `bench/edge_cuts.py`: with a fifth of a face cut away its embedding can fall to
-# 0.11 against the same face whole, and the estimate runs up to 0.1 below the truth there; a chaos run
-# saw a DNP face 36 % hidden, found by an upside-down look with a box of nearly a face's proportions,
-# estimated at 0.17 (similarity 0.06). Faces up to 15 % hidden still reach 0.82 (docs/ARCHITECTURE.md §6).
-UNSURE_HIDDEN_SHARE = 0.08
 
 
 @dataclass(frozen=True)
@@ -97,20 +90,28 @@ def head_turn(landmarks) -> float | None:
 
 @dataclass(frozen=True)
 class Thresholds:
-    # matched_user_id is the best candidate when its similarity reaches this.
+    """One engine's blur decision, matching and clustering: what `measure_thresholds` measured for its recogniser
+    (`THRESHOLDS`). A quality rule's default leaves it off (no face seen poorly by it) until it is measured."""
+
+    # matched_user_id is the best candidate when its similarity reaches this: above every stranger pair measured.
     match: float | None
     # A face seen well this similar to any DNP member is blurred (<= match: when unsure, blur).
     blur: float | None
-    # An unmatched face joins its event's nearest Unknown cluster at or above this.
+    # An unmatched face joins its event's nearest Unknown cluster at or above this: the loosest that keeps them pure.
     cluster: float | None
-    # The blur threshold of a face seen poorly: narrower than small_face_px (pixels of the displayed image),
-    # head turned at least turned_face, or an embedding norm under weak_norm.
+    # The blur threshold of a face seen poorly (the next three say when): seen poorly, own faces score lower.
     poor_face_blur: float | None = None
+    # Narrower than this (pixels of the displayed image) a face is seen poorly: a fixed split the rule never searches.
     small_face_px: int = 32
+    # A head turned at least this far (faces.thresholds.head_turn) is seen poorly; inf: no turn is, unmeasured.
     turned_face: float = math.inf
+    # An embedding norm under this is seen poorly: the crop hardly looks like a face; 0: none is, unmeasured.
     weak_norm: float = 0.0
-    # A face whose embedding norm is under this is too poorly seen to judge: unsure.
+    # A face whose embedding norm is under this is too poorly seen to judge: unsure; 0: none is, unmeasured.
     unsure_norm: float = 0.0
+    # Unsure past this share of its box beyond the image edge: a fifth cut away can embed at 0.11 against the whole
+    # face, and the estimate runs up to 0.1 low (docs/MEASUREMENTS.md, "Faces cut by the edge").
+    unsure_hidden_share: float = 0.08
 
     def __post_init__(self):
         if self.match is not None and self.blur is not None and self.blur > self.match:
@@ -140,7 +141,7 @@ class Thresholds:
     def judge(self, views: list[FaceView]) -> "Judgement":
         """What these thresholds make of each face seen as `views` say."""
         too_poor = np.array([self.too_poor(view.quality) for view in views], dtype=bool)
-        cut = np.array([view.hidden_share >= UNSURE_HIDDEN_SHARE for view in views], dtype=bool)
+        cut = np.array([view.hidden_share >= self.unsure_hidden_share for view in views], dtype=bool)
         poorly = np.array([self.seen_poorly(view.quality) for view in views], dtype=bool)
         blur_at = [self.blur_for(view.quality) for view in views]
         return Judgement(self, blur_at, cut | too_poor, too_poor, ~poorly & ~cut)
@@ -162,7 +163,7 @@ class Judgement:
 
     thresholds: Thresholds
     blur_at: list[float | None]  # its blur threshold (None: not measured, every face is blurred)
-    # Cannot be told apart from a DNP member: cut by the image edge past UNSURE_HIDDEN_SHARE, or too poor.
+    # Cannot be told apart from a DNP member: cut by the image edge past unsure_hidden_share, or too poor.
     unsure: np.ndarray
     too_poor: np.ndarray  # too poorly seen to judge (Thresholds.too_poor)
     clear: np.ndarray  # seen well and whole: a witness of who it is (faces.tracks.LINK_AGREEMENT)

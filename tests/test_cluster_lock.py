@@ -12,7 +12,7 @@ import cv2
 import pytest
 from django.db import connection, transaction
 
-from faces import clustering
+from faces import people
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.jobs import photo_jobs
@@ -42,7 +42,7 @@ def two_photos_of_one_unknown_person():
 def face_process_at_once(photos, monkeypatch) -> list[bool]:
     """Each photo's face_process in its own thread and transaction; whether each thread saw the other
     read, or wait for the lock, before it wrote."""
-    real_nearest = clustering.nearest_cluster
+    real_nearest = people.nearest_cluster
     mine = threading.local()
     read = [threading.Event() for _ in photos]
     saw_the_other = [False] * len(photos)
@@ -54,11 +54,11 @@ def face_process_at_once(photos, monkeypatch) -> list[bool]:
         read[mine.index].set()
         other = read[1 - mine.index]
         saw_the_other[mine.index] = poll(
-            lambda: other.is_set() or waiting_for_lock(clustering.CLUSTER_LOCK), timeout=20, interval=0.01
+            lambda: other.is_set() or waiting_for_lock(people.CLUSTER_LOCK), timeout=20, interval=0.01
         )
         return found
 
-    monkeypatch.setattr(clustering, "nearest_cluster", nearest_then_wait)
+    monkeypatch.setattr(people, "nearest_cluster", nearest_then_wait)
 
     def run(index: int) -> None:
         mine.index = index
@@ -97,7 +97,7 @@ def test_two_readers_clustering_one_unknown_person_at_once_make_one_cluster_of_t
 
 def test_without_the_lock_the_same_interleaving_splits_the_person(monkeypatch):
     """Not vacuous: with the lock taken out, both read "no cluster yet" and each starts one."""
-    monkeypatch.setattr(clustering, "lock_event_clusters", lambda event_id: None)
+    monkeypatch.setattr(people, "lock_event_clusters", lambda event_id: None)
     event, photos = two_photos_of_one_unknown_person()
     assert face_process_at_once(photos, monkeypatch) == [True, True]
 

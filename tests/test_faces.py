@@ -5,13 +5,12 @@ import uuid
 import numpy as np
 import pytest
 
-from faces.clustering import cluster_faces
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
-from faces.matching import match_faces
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
+from faces.people import cluster_faces, match_faces
 from faces.rendering.files import faces_blurred_in
 from momentlens.devservices import samples
 from tests.conftest import ENGINE

@@ -49,7 +49,7 @@ def detect_and_store(photo: Photo, media: Media, engine: FaceEngine, checkpoint:
     Face.objects.bulk_create(rows)
     photo.faces_detected_at = timezone.now()
     photo.save(update_fields=["faces_detected_at"])
-    # In the order a read of the photo's faces gives (faces/matching.py, match_of): the same match either way.
+    # In the order a read of the photo's faces gives (faces/people.py, match_of): the same match either way.
     return sorted(rows, key=lambda face: face.id)
 
 

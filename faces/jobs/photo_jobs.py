@@ -6,13 +6,12 @@ from django.db import transaction
 
 from faces import media
 from faces.checkpoint import Checkpoint
-from faces.clustering import cluster_faces
 from faces.detection import detect_and_store
 from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
-from faces.matching import PhotoMatch, match_faces
 from faces.media import Media, MediaKind
 from faces.models import Event, EventMember, Photo
+from faces.people import PhotoMatch, cluster_faces, match_faces
 from faces.publication import unpublish
 from faces.rendering.files import plan_of, render_and_publish
 from faces.rendering.sweep import sweep_after_commit

@@ -9,8 +9,10 @@ its DNP member stays fail-closed until a better reference is ready.
 
 An ambiguous selfie still protects: its comparably large faces, one of which is the subject's, are kept
 (`candidate_embeddings`), and matching blurs a face near any of them for a DNP member who has no ready reference.
-It identifies nobody (faces/matching.py). When one of them is too poorly seen, none is kept: fail-closed.
+It identifies nobody (faces/people.py). When one of them is too poorly seen, none is kept: fail-closed.
 """
+
+from dataclasses import dataclass
 
 from django.utils import timezone
 
@@ -23,8 +25,16 @@ from faces.storage_io import read_object
 from faces.thresholds import FaceQuality, head_turn
 from jobqueue.api import JobContext, RowGone, enqueue, enqueue_unless_waiting, register
 
-# The dominant face's area is at least this many times the next face's.
-DOMINANCE = 2.0
+
+@dataclass(frozen=True)
+class Selfie:
+    """What makes a reference upload one person's selfie."""
+
+    # The subject's face is at least this many times the next face's area: a face half its size is someone behind.
+    dominance: float = 2.0
+
+
+SELFIE = Selfie()
 
 
 def mark_failed(payload: dict) -> int:
@@ -45,7 +55,7 @@ def reference_process(payload: dict, ctx: JobContext) -> dict:
         raise RowGone(f"reference {payload['reference_id']} does not exist")
     image = Still(read_object(reference.upload_key)).image
     found = ctx.resources[FACE_ENGINE].analyze(image, small_faces=False)
-    chosen = comparably_large(found)
+    chosen = comparably_large(found, SELFIE)
     poor = any(too_poor(face) for face in chosen)
     if len(chosen) == 1 and poor:
         chosen = []
@@ -70,11 +80,11 @@ def hide_where_dnp(user_id) -> int:
     return hidden
 
 
-def comparably_large(found: list) -> list:
+def comparably_large(found: list, selfie: Selfie) -> list:
     """The faces that may be the selfie's subject, largest first: [the one] when it clearly dominates; none when
-    nothing was found. A face whose area is under the largest's by DOMINANCE is never the subject."""
+    nothing was found. A face whose area is under the largest's by `selfie.dominance` is never the subject."""
     by_area = sorted(found, key=_area, reverse=True)
-    return [face for face in by_area if DOMINANCE * _area(face) > _area(by_area[0])]
+    return [face for face in by_area if selfie.dominance * _area(face) > _area(by_area[0])]
 
 
 def too_poor(face) -> bool:

@@ -13,9 +13,16 @@ import numpy as np
 
 from faces.measurement.verdicts import Pairs, Verdict
 
-# Events drawn per size, from one seed: two runs (and two decisions in one run) are judged on the same events.
-EVENTS = 200
-SEED = 0
+
+@dataclass(frozen=True)
+class Draws:
+    """Which events of DNP members are drawn from a set's members."""
+
+    count: int = 200  # events drawn per size: a share averaged over many casts of guests, not one lucky event
+    seed: int = 0  # one seed: two runs (and two decisions in one run) are judged on the same events
+
+
+DRAWS = Draws()
 
 
 @dataclass(frozen=True)
@@ -26,22 +33,24 @@ class Events(Verdict):
     size: int = 0
 
 
-def drawn(members: int, size: int, count: int = EVENTS, seed: int = SEED) -> list[np.ndarray]:
-    """`count` events of `size` of the `members` (column indexes), each without repeats."""
-    rng = np.random.default_rng(seed)
-    return [rng.choice(members, size, replace=False) for _ in range(count)]
+def drawn(members: int, size: int, draws: Draws = DRAWS) -> list[np.ndarray]:
+    """`draws.count` events of `size` of the `members` (column indexes), each without repeats."""
+    rng = np.random.default_rng(draws.seed)
+    return [rng.choice(members, size, replace=False) for _ in range(draws.count)]
 
 
-def events_of(pairs: Pairs, blurred: np.ndarray, size: int, strangers: np.ndarray | None = None) -> Events | None:
-    """What `blurred` ((P, M): the probe blurred because of the member) does in events of `size` DNP members;
-    `strangers` (a bool mask over the probes) limits the faces counted as strangers'. None when the set has
-    fewer members than `size`."""
+def events_of(
+    pairs: Pairs, blurred: np.ndarray, size: int, strangers: np.ndarray | None = None, draws: Draws = DRAWS
+) -> Events | None:
+    """What `blurred` ((P, M): the probe blurred because of the member) does in the events of `size` DNP members
+    that `draws` draws; `strangers` (a bool mask over the probes) limits the faces counted as strangers'. None when
+    the set has fewer members than `size`."""
     if len(pairs.members) < size:
         return None
     person = np.array([one.person for one in pairs.probes])
     counted = np.ones(len(pairs.probes), dtype=bool) if strangers is None else strangers
     shares, visible, faces = [], 0, 0
-    for columns in drawn(len(pairs.members), size):
+    for columns in drawn(len(pairs.members), size, draws):
         reached = blurred[:, columns].any(axis=1)
         others = counted & ~np.isin(person, [pairs.members[column] for column in columns])
         if others.any():

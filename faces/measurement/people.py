@@ -1,9 +1,9 @@
 """Who is in a photo, measured on a labelled set: members found in their own photos, and Unknown clusters.
 
-- Matching: a face is matched to the member it is most similar to, at or above `match` (faces/matching.py); each
+- Matching: a face is matched to the member it is most similar to, at or above `match` (faces/people.py); each
   person of the set is a member with their reference (faces.measurement.probes). The share of a member's own
   faces matched to them is what the app's "my photos" shows; a stranger's face matched to a member must never be.
-- Clusters: each event's faces, in an arrival order, clustered by the worker's own rule (faces/clustering.py: the
+- Clusters: each event's faces, in an arrival order, clustered by the worker's own rule (faces/people.py: the
   nearest centroid at or above `cluster`, else a new cluster; a face too poorly seen to judge joins none), scored
   against the labels with BCubed precision and recall (per face: the share of its cluster that is its person, and
   the share of its person in its cluster), beside DBSCAN as Immich runs it on the same embeddings. The events are
@@ -15,18 +15,30 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from faces.clustering import joined_centroid
 from faces.measurement.probes import AS_TAKEN, Probe
 from faces.measurement.verdicts import Pairs
+from faces.people import joined_centroid
 
-# The `cluster` thresholds tried, loosest first; the rule keeps the loosest at which every event's clusters stay
-# pure (CLUSTER_PRECISION), one step stricter.
-CLUSTER_GRID = (0.20, 0.22, 0.25, 0.28, 0.30, 0.33, 0.35, 0.40, 0.45)
-CLUSTER_PRECISION = 0.995
-ARRIVAL_ORDERS = (1, 2, 3)  # seeds: each event is clustered in this many orders
-# Immich's face clustering: DBSCAN over cosine distance, a face within MAX_DISTANCE of MIN_FACES faces is a core.
+# Immich's face clustering as it ships, the comparison's other side (its defaults: a fact of Immich, not a knob of
+# the rule): DBSCAN over cosine distance, a face within IMMICH_MAX_DISTANCE of IMMICH_MIN_FACES faces is a core.
 IMMICH_MAX_DISTANCE = 0.5
 IMMICH_MIN_FACES = 3
+
+
+@dataclass(frozen=True)
+class ClusterRule:
+    """How `cluster` is chosen: the loosest threshold of `grid` at which every event's clusters stay pure in every
+    arrival order, one step stricter."""
+
+    # The thresholds tried, loosest first, a few hundredths apart: the span every `cluster` measured so far fell in.
+    grid: tuple[float, ...] = (0.20, 0.22, 0.25, 0.28, 0.30, 0.33, 0.35, 0.40, 0.45)
+    # BCubed precision at which an event's clusters count as pure: on average 99.5 % of a face's cluster is its person.
+    precision: float = 0.995
+    # Seeds of the arrival orders each event is clustered in: the worker's clusters depend on the order faces come.
+    arrival_orders: tuple[int, ...] = (1, 2, 3)
+
+
+CLUSTER_RULE = ClusterRule()
 
 
 @dataclass(frozen=True)
@@ -60,7 +72,7 @@ def bcubed(people: np.ndarray, clusters: np.ndarray) -> Score:
 
 
 def worker_clusters(embeddings: np.ndarray, threshold: float) -> np.ndarray:
-    """Each face's cluster as the worker assigns them one by one (faces/clustering.py's rule, its centroid
+    """Each face's cluster as the worker assigns them one by one (faces/people.py's rule, its centroid
     arithmetic; the nearest centroid by cosine, as pgvector orders them)."""
     centroids = np.zeros((0, embeddings.shape[1]), dtype=np.float32)
     counts: list[int] = []
@@ -121,16 +133,15 @@ def cluster_events(probes: list[Probe], unsure_norm: float, seed: int) -> list[C
     return result
 
 
-def recommended_cluster(probes: list[Probe], unsure_norm: float) -> float:
-    """The loosest threshold of CLUSTER_GRID whose clusters stay pure (BCubed precision >= CLUSTER_PRECISION) in every
+def recommended_cluster(probes: list[Probe], unsure_norm: float, rule: ClusterRule = CLUSTER_RULE) -> float:
+    """The loosest threshold of `rule.grid` whose clusters stay pure (BCubed precision >= `rule.precision`) in every
     event and arrival order, one step stricter; the strictest when none does."""
-    events = [event for seed in ARRIVAL_ORDERS for event in cluster_events(probes, unsure_norm, seed)]
-    for index, threshold in enumerate(CLUSTER_GRID):
-        if all(
-            bcubed(e.people, worker_clusters(e.embeddings, threshold)).precision >= CLUSTER_PRECISION for e in events
-        ):
-            return CLUSTER_GRID[min(index + 1, len(CLUSTER_GRID) - 1)]
-    return CLUSTER_GRID[-1]
+    events = [event for seed in rule.arrival_orders for event in cluster_events(probes, unsure_norm, seed)]
+    grid = rule.grid
+    for index, threshold in enumerate(grid):
+        if all(bcubed(e.people, worker_clusters(e.embeddings, threshold)).precision >= rule.precision for e in events):
+            return grid[min(index + 1, len(grid) - 1)]
+    return grid[-1]
 
 
 def _source(one: Probe) -> str:
@@ -139,7 +150,7 @@ def _source(one: Probe) -> str:
 
 @dataclass(frozen=True)
 class Found:
-    """Faces matched the way faces/matching.py matches them (the most similar member, at or above `match`)."""
+    """Faces matched the way faces/people.py matches them (the most similar member, at or above `match`)."""
 
     own: int  # members' faces matched to themselves
     faces: int  # members' faces (a reference photo aside)

@@ -26,8 +26,21 @@ from jobqueue.api import PermanentJobError
 
 IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
 GROUP_PREFIX = "group_"
-# A re-detected face must overlap the expected box this much (intersection over union).
-MIN_IOU = 0.3
+
+
+@dataclass(frozen=True)
+class Probing:
+    """How a set's faces are read, and seen again in a derived condition (a dim room: `darkened`)."""
+
+    min_face: float = 20.0  # a group_ face narrower (px) is no probe: under the smallest derived size, 24 px
+    min_iou: float = 0.3  # a face found again overlaps the expected box this much: loose, a shrunk face's box shifts
+    dark_light: float = 0.15  # the share of the light that reaches the sensor in a dim room: about a sixth
+    dark_noise: float = 2.0  # the sensor's noise, in levels of 255: what a dim room adds to a phone's photo
+    dark_brightness: float = 0.35  # the phone's gain lifts a dark photo to this share of its own, not all the way
+    dark_seed: int = 0  # the same noise on every run: a darkened probe is the same face every time
+
+
+PROBING = Probing()
 
 
 @dataclass(frozen=True)
@@ -62,14 +75,14 @@ class Missed:
     condition: Condition
 
 
-def read_set(engine, directory: Path, *, min_face: float = 20.0, skipped=None, progress=None) -> list[Probe]:
-    """One probe per photo of every person folder (its largest face); every face at least `min_face` px wide
-    of a group_ folder. `skipped(path, reason)` hears of photos that give no probe, `progress(done, total)` of
+def read_set(engine, directory: Path, *, probing: Probing = PROBING, skipped=None, progress=None) -> list[Probe]:
+    """One probe per photo of every person folder (its largest face); every face at least `probing.min_face` px
+    wide of a group_ folder. `skipped(path, reason)` hears of photos that give no probe, `progress(done, total)` of
     each photo read."""
     probes = []
     photos = photo_paths(directory)
     for done, path in enumerate(photos, start=1):
-        probes += read_photo(engine, path, min_face, skipped)
+        probes += read_photo(engine, path, probing.min_face, skipped)
         if progress is not None:
             progress(done, len(photos))
     return probes
@@ -143,7 +156,7 @@ def reference_sets(probes: list[Probe], count: int) -> dict[str, list[Probe]]:
 
 
 def derived_probes(
-    engine, probes: list[Probe], conditions: list[Condition], per_person: int
+    engine, probes: list[Probe], conditions: list[Condition], per_person: int, probing: Probing = PROBING
 ) -> Iterator[Probe | Missed]:
     """Up to `per_person` photos of each person (spread over their photos in name order), in each condition
     whose face width is no larger than the photo's own (never enlarged)."""
@@ -156,10 +169,10 @@ def derived_probes(
             pixels = Still(one.image.read_bytes()).image
             for condition in conditions:
                 if condition.size is None or one.quality.width_px >= condition.size:
-                    yield seen_in(engine, pixels, one, condition)
+                    yield seen_in(engine, pixels, one, condition, probing)
 
 
-def seen_in(engine, pixels: np.ndarray, one: Probe, condition: Condition) -> Probe | Missed:
+def seen_in(engine, pixels: np.ndarray, one: Probe, condition: Condition, probing: Probing = PROBING) -> Probe | Missed:
     """The probe's face re-detected in `pixels` shown as `condition` says."""
     scale = 1.0 if condition.size is None else condition.size / one.quality.width_px
     height, width = pixels.shape[:2]
@@ -168,7 +181,7 @@ def seen_in(engine, pixels: np.ndarray, one: Probe, condition: Condition) -> Pro
         size = (max(1, round(width * scale)), max(1, round(height * scale)))
         shown = cv2.resize(pixels, size, interpolation=cv2.INTER_AREA)
     if condition.dark:
-        shown = darkened(shown)
+        shown = darkened(shown, probing)
     if condition.sigma:
         shown = cv2.GaussianBlur(shown, (0, 0), condition.sigma)
     if condition.jpeg:
@@ -178,19 +191,18 @@ def seen_in(engine, pixels: np.ndarray, one: Probe, condition: Condition) -> Pro
     expected = np.asarray(one.box, dtype=np.float64) * scale
     found = [(iou(face.box, expected), face) for face in engine.analyze(shown)]
     overlap, face = max(found, key=lambda pair: pair[0], default=(0.0, None))
-    if overlap < MIN_IOU:
+    if overlap < probing.min_iou:
         return Missed(one.person, one.image, condition)
     return probe(one.person, one.image, condition, face, shown)
 
 
-def darkened(
-    image: np.ndarray, *, light: float = 0.15, noise: float = 2.0, brightness: float = 0.35, seed: int = 0
-) -> np.ndarray:
-    """`image` as a phone takes it in a dim room: `light` of the light reaches the sensor (on linear values,
-    gamma 2.2), which adds Gaussian noise of `noise` levels (of 255), and the phone's gain lifts the result
-    to `brightness` of the photo's own, noise and all. Deterministic (seeded)."""
+def darkened(image: np.ndarray, probing: Probing = PROBING) -> np.ndarray:
+    """`image` as a phone takes it in a dim room: `dark_light` of the light reaches the sensor (on linear values,
+    gamma 2.2), which adds Gaussian noise of `dark_noise` levels (of 255), and the phone's gain lifts the result
+    to `dark_brightness` of the photo's own, noise and all. Deterministic (seeded)."""
+    light, noise, brightness = probing.dark_light, probing.dark_noise, probing.dark_brightness
     linear = (image.astype(np.float32) / 255.0) ** 2.2 * light
-    linear += np.random.default_rng(seed).normal(0.0, noise / 255.0, image.shape).astype(np.float32)
+    linear += np.random.default_rng(probing.dark_seed).normal(0.0, noise / 255.0, image.shape).astype(np.float32)
     shown = np.clip(linear / light * brightness, 0.0, 1.0) ** (1 / 2.2)
     return (shown * 255.0).round().astype(np.uint8)
 

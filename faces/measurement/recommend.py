@@ -1,16 +1,16 @@
 """The thresholds a measurement recommends, by one written rule (docs/ARCHITECTURE.md §6).
 
-- `blur`, `poor_face_blur`, `weak_norm`, `turned_face`, `unsure_norm`: of every combination on GRID, the one
-  that leaves the fewest of the members' own faces visible while the strangers' faces blurred stay within a
-  budget per member on average, faces at least 32 px wide and smaller ones each within their own (ties:
+- `blur`, `poor_face_blur`, `weak_norm`, `turned_face`, `unsure_norm`: of every combination of the grid (`Rule`),
+  the one that leaves the fewest of the members' own faces visible while the strangers' faces blurred stay within a
+  budget per member on average, faces at least `small_face_px` wide and smaller ones each within their own (ties:
   fewer strangers blurred, then the higher thresholds). The viewer's number is the first; the second is
   what a false blur costs the people beside a DNP guest.
-- The budget for faces from 32 px is not a guess: a false blur's price adds up over an event's DNP members
-  (faces/measurement/events.py), so `for_goals` tries every budget of BUDGET_STEPS and keeps the one whose
-  recommendation leaves the fewest own faces visible while it meets GOALS, stated in the viewer's terms:
+- The budget for faces from `small_face_px` is not a guess: a false blur's price adds up over an event's DNP members
+  (faces/measurement/events.py), so `for_goals` tries every budget of `budget_steps` and keeps the one whose
+  recommendation leaves the fewest own faces visible while it meets the goals, stated in the viewer's terms:
   strangers' faces blurred in an event of five DNP members and because of the worst member alone, and the
   members' own faces left visible at a strong head turn.
-- `match`: above every stranger pair of the measurement by MATCH_MARGIN, rounded up to MATCH_STEP (a match
+- `match`: above every stranger pair of the measurement by `match_margin`, rounded up to `match_step` (a match
   names a person: it must not name a stranger).
 - `cluster`: measured on the clusters themselves (faces.measurement.people.recommended_cluster): the loosest
   threshold at which the worker's clusters of the set's events stay pure, one step stricter.
@@ -26,37 +26,31 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from faces.measurement.events import events_of
-from faces.measurement.people import recommended_cluster
+from faces.measurement.events import DRAWS, Draws, events_of
+from faces.measurement.people import CLUSTER_RULE, ClusterRule, recommended_cluster
 from faces.measurement.probes import AS_TAKEN
 from faces.measurement.verdicts import Pairs, Verdict, blurred, half_of, verdict, verdict_of
 from faces.thresholds import Thresholds
 
-# The mean share of strangers' faces blurred per member that a recommendation may cost: faces at least 32 px
-# wide (`for_goals` chooses it), and smaller ones (a small face is a stranger at the back of a group shot; it
-# keeps less of a face).
-BUDGETS = {"large": 0.025, "small": 0.10}
-MATCH_MARGIN = 0.025
-MATCH_STEP = 0.05
-
 
 @dataclass(frozen=True)
 class Grid:
+    """The combinations the rule tries (every one of them, `recommend`)."""
+
+    # Norms under which a face is too poorly seen to judge: none, or where own faces' similarities collapse.
     unsure_norms: tuple[float, ...] = (0.0, 14.0, 15.0, 16.0, 17.0, 18.0)
+    # Norms under which a face is seen poorly: none, or a step above the unsure ones, where own faces score lower.
     weak_norms: tuple[float, ...] = (0.0, 19.0, 20.0, 21.0, 22.0, 23.0)
+    # Head turns from which a face is seen poorly: a marked turn, a strong one, or none.
     turned_faces: tuple[float, ...] = (0.35, 0.5, math.inf)
-    blurs: tuple[float, ...] = tuple(round(0.15 + 0.01 * i, 2) for i in range(16))  # 0.15 .. 0.30
-    poor_blurs: tuple[float, ...] = tuple(round(0.06 + 0.01 * i, 2) for i in range(25))  # 0.06 .. 0.30
-
-
-GRID = Grid()
-
-# Budgets per member for faces from 32 px that `for_goals` tries: 0.5 % to 3 % in steps of 0.1 point.
-BUDGET_STEPS = tuple(round(0.005 + 0.001 * i, 3) for i in range(26))
+    # A well seen face's blur thresholds, 0.15 .. 0.30: above strangers' edge (p97 about 0.13) to the old 0.30.
+    blurs: tuple[float, ...] = tuple(round(0.15 + 0.01 * i, 2) for i in range(16))
+    # A poorly seen face's, 0.06 .. 0.30: it scores lower, so lower (never above `blur`: `recommend` skips those).
+    poor_blurs: tuple[float, ...] = tuple(round(0.06 + 0.01 * i, 2) for i in range(25))
 
 
 @dataclass(frozen=True)
@@ -66,13 +60,36 @@ class Goals:
     event_size: int = 5  # a wedding where five guests asked
     event: float = 0.05  # the mean share of strangers' faces blurred in such an event
     worst: float = 0.05  # the share of strangers' faces blurred because of the worst member alone
-    turned: float = 0.03  # the share of the members' own faces left visible at a head turn of STRONG_TURN or more
+    turned: float = 0.03  # the share of the members' own faces left visible at a head turn of strong_turn or more
+    strong_turn: float = 0.5  # a strong head turn (faces.thresholds.head_turn): where own faces score lowest
 
 
-STRONG_TURN = 0.5
+@dataclass(frozen=True)
+class Budgets:
+    """The mean share of strangers' faces blurred per member that a recommendation may cost."""
+
+    large: float = 0.025  # faces at least small_face_px wide (`for_goals` chooses it of Rule.budget_steps)
+    small: float = 0.10  # smaller: a stranger at the back of a group shot; it keeps less of a face
 
 
-GOALS = Goals()
+@dataclass(frozen=True)
+class Rule:
+    """The written rule's knobs: what it tries, what it must meet and what it may cost; how `cluster` is measured
+    and which events the goals are judged on."""
+
+    grid: Grid = Grid()  # the combinations tried
+    goals: Goals = Goals()  # what the chosen budget's recommendation must do
+    budgets: Budgets = Budgets()  # what a recommendation may cost strangers
+    # Budgets per member for faces from small_face_px that `for_goals` tries: 0.5 % to 3 % in steps of 0.1 point.
+    budget_steps: tuple[float, ...] = tuple(round(0.005 + 0.001 * i, 3) for i in range(26))
+    match_margin: float = 0.025  # `match` sits this far above the highest stranger pair: a match names a person
+    match_step: float = 0.05  # then rounded up to a step of this: a round value, not one fitted to a pair
+    small_face_px: int = 32  # never searched: the width under which a face is seen poorly and has its own budget
+    clusters: ClusterRule = CLUSTER_RULE  # how `cluster` is chosen (faces.measurement.people)
+    draws: Draws = DRAWS  # the events an event's goal is judged on (faces.measurement.events)
+
+
+RULE = Rule()
 
 
 class NoRecommendation(ValueError):
@@ -80,13 +97,13 @@ class NoRecommendation(ValueError):
 
 
 def recommend(
-    pairs: Pairs, grid: Grid = GRID, budgets: dict | None = None, cluster: Callable[[float], float] | None = None
+    pairs: Pairs, rule: Rule = RULE, cluster: Callable[[float], float] | None = None
 ) -> tuple[Thresholds, Verdict]:
     """The recommended thresholds and what they do on `pairs`; NoRecommendation when there are none. `cluster`:
     the cluster threshold for an `unsure_norm` (else measured on the pairs' probes)."""
-    budgets = budgets or BUDGETS
-    cluster = cluster or (lambda unsure: recommended_cluster(pairs.probes, unsure))
-    match = _match(pairs)
+    grid, budgets = rule.grid, rule.budgets
+    cluster = cluster or (lambda unsure: recommended_cluster(pairs.probes, unsure, rule.clusters))
+    match = _match(pairs, rule)
     if match < min(grid.blurs):
         raise NoRecommendation(
             f"match would be {match:.2f} (the highest of {int(pairs.stranger.sum())} stranger pairs is "
@@ -94,24 +111,25 @@ def recommend(
         )
     best, least = None, None
     for unsure, weak, turned in itertools.product(grid.unsure_norms, grid.weak_norms, grid.turned_faces):
-        split = _Split(pairs, Thresholds(match, None, None, None, 32, turned, weak, unsure))
+        split = _Split(pairs, Thresholds(match, None, None, None, rule.small_face_px, turned, weak, unsure))
         for blur, poor_blur in itertools.product(grid.blurs, grid.poor_blurs):
             if poor_blur > blur or blur > match:
                 continue
             visible, shares = split.outcome(blur, poor_blur)
             least = shares["large"] if least is None else min(least, shares["large"])
-            if any(shares[size] > budget for size, budget in budgets.items()):
+            if shares["large"] > budgets.large or shares["small"] > budgets.small:
                 continue
             key = (visible, shares["large"], shares["small"], -blur, -poor_blur, unsure, -weak, -turned)
             if best is None or key < best[0]:
                 best = (key, (blur, poor_blur, turned, weak, unsure))
     if best is None:
-        least_text = "" if least is None else f" (the least any combination blurs of faces from 32 px: {least:.1%})"
+        large_faces = f"faces from {rule.small_face_px} px"
+        least_text = "" if least is None else f" (the least any combination blurs of {large_faces}: {least:.1%})"
         raise NoRecommendation(
-            f"no combination of the grid keeps strangers blurred within {_budgets_text(budgets)} per member{least_text}"
+            f"no combination of the grid keeps strangers blurred within {_budgets_text(rule)} per member{least_text}"
         )
     blur, poor_blur, turned, weak, unsure = best[1]
-    chosen = Thresholds(match, blur, cluster(unsure), poor_blur, 32, turned, weak, unsure)
+    chosen = Thresholds(match, blur, cluster(unsure), poor_blur, rule.small_face_px, turned, weak, unsure)
     return chosen, verdict(pairs, chosen)
 
 
@@ -160,43 +178,47 @@ class _Split:
         return self._at[part, threshold]
 
 
-def for_goals(pairs: Pairs, grid: Grid = GRID, goals: Goals = GOALS) -> tuple[Thresholds, Verdict, float]:
-    """The recommendation, its verdict and its budget per member: of the budgets of BUDGET_STEPS whose
-    recommendation meets `goals`, the one that leaves the fewest own faces visible (ties: the smaller budget)."""
+def for_goals(pairs: Pairs, rule: Rule = RULE) -> tuple[Thresholds, Verdict, float]:
+    """The recommendation, its verdict and its budget per member: of the budgets of `rule.budget_steps` whose
+    recommendation meets `rule.goals`, the one that leaves the fewest own faces visible (ties: the smaller budget)."""
     best, reasons = None, []
-    cluster = functools.cache(lambda unsure: recommended_cluster(pairs.probes, unsure))  # once per unsure_norm
-    for large in BUDGET_STEPS:
+    # Measured once per unsure_norm, whichever budget asks.
+    cluster = functools.cache(lambda unsure: recommended_cluster(pairs.probes, unsure, rule.clusters))
+    for large in rule.budget_steps:
         try:
-            thresholds, found = recommend(pairs, grid, BUDGETS | {"large": large}, cluster)
+            thresholds, found = recommend(pairs, replace(rule, budgets=replace(rule.budgets, large=large)), cluster)
         except NoRecommendation as why:
             reasons.append(str(why))
             continue
-        if meets(pairs, thresholds, goals) and (best is None or found.visible < best[1].visible):
+        if meets(pairs, thresholds, rule) and (best is None or found.visible < best[1].visible):
             best = (thresholds, found, large)
     if best is None:
-        why = reasons[-1] if len(reasons) == len(BUDGET_STEPS) else "no budget's recommendation meets the goals"
+        goals = rule.goals
+        why = reasons[-1] if len(reasons) == len(rule.budget_steps) else "no budget's recommendation meets the goals"
         raise NoRecommendation(
             f"{why} (goals: strangers blurred within {goals.event:.0%} in an event of {goals.event_size} DNP "
             f"members and {goals.worst:.0%} for the worst member, own faces visible within {goals.turned:.0%} at "
-            f"a head turn of {STRONG_TURN:g} or more)"
+            f"a head turn of {goals.strong_turn:g} or more)"
         )
     return best
 
 
-def meets(pairs: Pairs, thresholds: Thresholds, goals: Goals = GOALS) -> bool:
-    """Whether `thresholds` meet `goals` on the faces as taken (an event too big for the set is not judged)."""
+def meets(pairs: Pairs, thresholds: Thresholds, rule: Rule) -> bool:
+    """Whether `thresholds` meet the rule's goals on the faces as taken (an event too big for the set is not
+    judged)."""
+    goals = rule.goals
     as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
     blur = blurred(pairs, thresholds)
-    turned = as_taken & (pairs.head_turn >= STRONG_TURN)
+    turned = as_taken & (pairs.head_turn >= goals.strong_turn)
     if verdict_of(pairs.subset(turned), blur[turned]).visible_share > goals.turned:
         return False
     if verdict_of(pairs.subset(as_taken), blur[as_taken]).strangers_worst > goals.worst:
         return False
-    event = events_of(pairs, blur, goals.event_size, as_taken)
+    event = events_of(pairs, blur, goals.event_size, as_taken, rule.draws)
     return event is None or event.strangers_mean <= goals.event
 
 
-def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]] | None:
+def two_fold(pairs: Pairs, rule: Rule = RULE) -> list[tuple[Thresholds, Verdict]] | None:
     """For each half of the people: the thresholds the rule chooses on the other half, and what they do on
     this one. None when a half has nobody in it."""
     halves = [{member for member in pairs.members if half_of(member) == half} for half in (0, 1)]
@@ -204,21 +226,21 @@ def two_fold(pairs: Pairs, grid: Grid = GRID) -> list[tuple[Thresholds, Verdict]
         return None
     results = []
     for chosen_on, tried_on in (halves, halves[::-1]):
-        thresholds, _, _ = for_goals(pairs.within(chosen_on), grid)  # NoRecommendation: the caller says why
+        thresholds, _, _ = for_goals(pairs.within(chosen_on), rule)  # NoRecommendation: the caller says why
         results.append((thresholds, verdict(pairs.within(tried_on), thresholds)))
     return results
 
 
-def _match(pairs: Pairs) -> float:
+def _match(pairs: Pairs, rule: Rule) -> float:
     if not pairs.stranger.any():
         raise NoRecommendation("no stranger pair: nothing to price a blur against (add people or group_ photos)")
     highest = _highest_stranger(pairs)
-    return round(math.ceil(round((highest + MATCH_MARGIN) / MATCH_STEP, 6)) * MATCH_STEP, 2)
+    return round(math.ceil(round((highest + rule.match_margin) / rule.match_step, 6)) * rule.match_step, 2)
 
 
 def _highest_stranger(pairs: Pairs) -> float:
     return float(pairs.similarity[pairs.stranger].max())
 
 
-def _budgets_text(budgets: dict) -> str:
-    return f"{budgets['large']:.1%} (faces from 32 px) and {budgets['small']:.1%} (smaller)"
+def _budgets_text(rule: Rule) -> str:
+    return f"{rule.budgets.large:.1%} (faces from {rule.small_face_px} px) and {rule.budgets.small:.1%} (smaller)"

@@ -30,7 +30,7 @@ class Pairs:
     @classmethod
     def of(cls, probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> "Pairs":
         """Every probe against every member; a member with several references is matched as the worker matches
-        one (faces/matching.py): the best similarity over them."""
+        one (faces/people.py): the best similarity over them."""
         members = sorted(references)
         chosen = {member: _listed(references[member]) for member in members}
         embeddings = np.array([one.embedding for one in probes], dtype=np.float32).reshape(-1, 512)

@@ -19,9 +19,9 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from faces.checkpoint import Checkpoint, never_stop
-from faces.matching import PhotoMatch, match_of
 from faces.media.media import Media
 from faces.models import Face, Photo, PhotoVariant
+from faces.people import PhotoMatch, match_of
 from faces.publication import publish
 from faces.rendering import keys
 from faces.rendering.painters import painters_of, region_box

@@ -51,8 +51,8 @@ def exposed_past_window(chaos) -> int:
 
 def member_faces(change: DnpChange) -> dict[str, set[str]]:
     """photo id -> ids of its faces that reach the member at their blur threshold (or are unsure), now."""
-    from faces.matching import PhotoMatch
     from faces.models import Photo
+    from faces.people import PhotoMatch
 
     theirs = {}
     for photo in Photo.objects.filter(event_id=change.event_id):

@@ -3,7 +3,7 @@
 What is checked, in README.md, docs/*.md and bench/README.md (backticked names outside code blocks):
 - a path under a repo folder (`faces/media/still.py`, `deploy/database.sql`) exists; `path.py::test_x` also names
   a test function in it (a trailing `…` matches a prefix); a bare `test_x.py` is found under tests/;
-- a dotted name from a repo package (`faces.matching.PhotoMatch.blurred`) imports, then resolves attribute by
+- a dotted name from a repo package (`faces.people.PhotoMatch.blurred`) imports, then resolves attribute by
   attribute; a call's parentheses are ignored;
 - bare names right after a dotted name or a `.py` path, in a run joined by commas only (`a.b.f`, `g`, `h`), or
   after a `.py` path in a heading, resolve beside it: `g` in what holds `f`, or in the file's module;

@@ -1,6 +1,7 @@
 """What the measurement makes of events with several DNP members and of members with several references
 (faces/measurement/events.py, verdicts.Pairs): similarities given, not computed from photos."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 
 from faces.measurement.events import events_of
 from faces.measurement.probes import AS_TAKEN, Probe
-from faces.measurement.recommend import Grid, NoRecommendation, recommend
+from faces.measurement.recommend import RULE, Grid, NoRecommendation, recommend
 from faces.measurement.verdicts import Pairs
 from faces.thresholds import FaceQuality
 
@@ -56,7 +57,8 @@ def test_no_recommendation_says_why():
         similarity = np.array([[0.9], [0.8], [stranger]], dtype=np.float32)
         with pytest.raises(NoRecommendation, match=why):
             recommend(Pairs([*own, probe("s", "s", [1])], ["a"], similarity, *_member_a(2, strangers=1)))
-    upside_down = Grid(blurs=(0.15,), poor_blurs=(0.20,))  # every poor-face threshold above every blur: none fits
+    # Every poor-face threshold above every blur: none fits.
+    upside_down = replace(RULE, grid=Grid(blurs=(0.15,), poor_blurs=(0.20,)))
     similarity = np.array([[0.9], [0.8], [0.3]], dtype=np.float32)
     with pytest.raises(NoRecommendation, match="no combination of the grid"):
         recommend(Pairs([*own, probe("s", "s", [1])], ["a"], similarity, *_member_a(2, strangers=1)), upside_down)

@@ -3,12 +3,13 @@
 
 import math
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from faces.measurement.probes import AS_TAKEN, Probe
-from faces.measurement.recommend import Grid, for_goals, recommend
+from faces.measurement.recommend import RULE, Grid, for_goals, recommend
 from faces.measurement.verdicts import Pairs
 from faces.thresholds import THRESHOLDS, FaceQuality, Thresholds
 
@@ -57,12 +58,15 @@ def pairs_of(rows: list[tuple[Probe, list[float]]], members: list[str]) -> Pairs
     return Pairs(probes, members, np.array([s for _, s in rows], dtype=np.float32), same, ~same)
 
 
-SMALL_GRID = Grid(
-    unsure_norms=(0.0, 16.0),
-    weak_norms=(0.0, 21.0),
-    turned_faces=(0.5, math.inf),
-    blurs=(0.20, 0.30),
-    poor_blurs=(0.10, 0.20, 0.30),
+SMALL_RULE = replace(
+    RULE,
+    grid=Grid(
+        unsure_norms=(0.0, 16.0),
+        weak_norms=(0.0, 21.0),
+        turned_faces=(0.5, math.inf),
+        blurs=(0.20, 0.30),
+        poor_blurs=(0.10, 0.20, 0.30),
+    ),
 )
 
 
@@ -81,7 +85,7 @@ def test_the_rule_lowers_the_threshold_where_members_are_seen_poorly_within_the_
     rows.append((probe("lookalike", "l.jpg"), [0.05, 0.35]))
     asked = []
     chosen, found = recommend(
-        pairs_of(rows, ["a", "b"]), SMALL_GRID, cluster=lambda unsure: asked.append(unsure) or 0.33
+        pairs_of(rows, ["a", "b"]), SMALL_RULE, cluster=lambda unsure: asked.append(unsure) or 0.33
     )
     assert found.visible == 0, "both poorly seen faces are blurred"
     assert chosen.poor_face_blur == 0.10
@@ -96,7 +100,7 @@ def test_the_rule_leaves_a_face_visible_rather_than_blur_strangers_past_the_budg
     rows = [(probe("a", "a1.jpg"), [0.60]), (probe("a", "a2.jpg", norm=19.0), [0.15])]
     # Every stranger is seen as poorly and at 0.16: blurring A's face at 0.15 would blur all of them.
     rows += [(probe(f"s{i}", f"s{i}.jpg", norm=19.0), [0.16]) for i in range(40)]
-    chosen, found = recommend(pairs_of(rows, ["a"]), SMALL_GRID)
+    chosen, found = recommend(pairs_of(rows, ["a"]), SMALL_RULE)
     assert found.visible == 1
     assert found.strangers_mean == 0.0
     assert chosen.lowest_blur > 0.16
@@ -105,7 +109,7 @@ def test_the_rule_leaves_a_face_visible_rather_than_blur_strangers_past_the_budg
 def test_match_sits_above_every_stranger_pair():
     rows = [(probe("a", "a1.jpg"), [0.9]), (probe("a", "a2.jpg"), [0.8]), (probe("s", "s.jpg"), [0.373])]
     rows += [(probe(f"s{i}", f"s{i}.jpg"), [0.0]) for i in range(120)]
-    chosen, _ = recommend(pairs_of(rows, ["a"]), SMALL_GRID)
+    chosen, _ = recommend(pairs_of(rows, ["a"]), SMALL_RULE)
     assert chosen.match == 0.40  # 0.373 + 0.025, up to a step of 0.05
 
 
@@ -125,9 +129,9 @@ def test_the_budget_is_the_one_that_keeps_an_event_of_five_within_its_goal():
     grid = Grid(
         unsure_norms=(0.0,), weak_norms=(0.0,), turned_faces=(math.inf,), blurs=(0.15, 0.16, 0.18), poor_blurs=(0.10,)
     )
-    fixed, _ = recommend(pairs, grid)
+    fixed, _ = recommend(pairs, replace(RULE, grid=grid))
     assert fixed.blur <= 0.16, "at a fixed 2.5 % per member the hard faces are blurred"
-    chosen, found, budget = for_goals(pairs, grid)
+    chosen, found, budget = for_goals(pairs, replace(RULE, grid=grid))
     assert chosen.blur == 0.18
     assert found.visible == 5
     assert budget < 0.02

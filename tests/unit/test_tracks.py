@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from faces.detection.clips import scheduled
-from faces.matching import Candidates, PhotoMatch
+from faces.people import Candidates, PhotoMatch
 from faces.rendering.painters import TRACK_PAD_S, tracks_of
 from faces.thresholds import FaceQuality, FaceView, Thresholds
 from faces.tracks import DETECT_INTERVAL_S, MAX_GAP_S, link

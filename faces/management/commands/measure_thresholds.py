@@ -18,6 +18,7 @@ stderr. Nothing is written anywhere. docs/ARCHITECTURE.md §6 and docs/MEASUREME
 
 import itertools
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -26,33 +27,54 @@ from django.core.management.base import BaseCommand, CommandError
 from faces.engines import resident_engine
 from faces.measurement import people
 from faces.measurement.calibration import compared
-from faces.measurement.events import EVENTS, events_of
+from faces.measurement.events import events_of
 from faces.measurement.probes import (
     AS_TAKEN,
+    PROBING,
     Condition,
     Missed,
     Probe,
+    Probing,
     derived_probes,
     read_set,
     reference_sets,
     references,
 )
-from faces.measurement.recommend import BUDGETS, GOALS, STRONG_TURN, NoRecommendation, for_goals, two_fold
+from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, two_fold
 from faces.measurement.verdicts import Pairs, blurred, verdict
 from faces.thresholds import Thresholds, for_engine
 
-DERIVED = (
-    Condition("48 px", 48),
-    Condition("32 px", 32),
-    Condition("24 px", 24),
-    Condition("24 px, blurred, JPEG q75", 24, sigma=1.2, jpeg=75),
-    Condition("low light, JPEG q75", dark=True, jpeg=75),
-)
-ROC_THRESHOLDS = (0.05, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
-EVENT_SIZES = (1, 5, 20)  # DNP members per event: a guest who asked, a wedding with five, a school
-SEVERAL_REFERENCES = 3
-CALIBRATION_VISIBLE = (0.01, 0.02)  # shares of own faces left visible at which the scores are compared
-PROGRESS_EVERY = 100  # photos between two progress lines
+
+@dataclass(frozen=True)
+class Report:
+    """What the report measures and how it breaks the faces down, beside the rule it reports on."""
+
+    rule: Rule = RULE  # the written rule: its recommendation, and the goals, draws and clusters it judges by
+    probing: Probing = PROBING  # how the set's faces are read and seen again (--min-face sets its min_face)
+    # The same faces as a guest at the back of a group shot, blurred and re-encoded by a phone, in a dim room.
+    derived: tuple[Condition, ...] = (
+        Condition("48 px", 48),
+        Condition("32 px", 32),
+        Condition("24 px", 24),
+        Condition("24 px, blurred, JPEG q75", 24, sigma=1.2, jpeg=75),
+        Condition("low light, JPEG q75", dark=True, jpeg=75),
+    )
+    derived_per_person: int = 3  # photos per person shown in each derived condition: a sample, each detected afresh
+    # The ROC's flat thresholds: from under every poor-face blur tried to the committed match.
+    roc_thresholds: tuple[float, ...] = (0.05, 0.08, 0.10, 0.12, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40)
+    event_sizes: tuple[int, ...] = (1, 5, 20)  # DNP members per event: a guest who asked, a wedding with five, a school
+    several_references: int = 3  # selfies per member against one: a member who gave a few
+    calibration_visible: tuple[float, ...] = (0.01, 0.02)  # own faces left visible at which the scores are compared
+    progress_every: int = 100  # photos between two progress lines: quiet on a set of thousands
+    # Where the conditions' buckets split:
+    width_edges: tuple[float, ...] = (32, 64, 128)  # face width (px): under small_face_px, then doubling
+    turn_edges: tuple[float, ...] = (0.2, 0.35, 0.5)  # head turn: slight, then the grid's turned_faces
+    score_edges: tuple[float, ...] = (0.7, 0.8)  # detector score: faint, middling, sure
+    norm_edges: tuple[float, ...] = (17, 20, 23)  # embedding norm: across the grid's unsure and weak norms
+    light_edges: tuple[float, ...] = (60, 100)  # the face's grey level: dark, dim, lit
+
+
+REPORT = Report()
 
 
 class Command(BaseCommand):
@@ -61,9 +83,14 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("directory", type=Path)
         parser.add_argument(
-            "--derived-per-person", type=int, default=3, help="photos per person shrunk, blurred, darkened"
+            "--derived-per-person",
+            type=int,
+            default=REPORT.derived_per_person,
+            help="photos per person shrunk, blurred, darkened",
         )
-        parser.add_argument("--min-face", type=float, default=20.0, help="group_ faces narrower (px) are ignored")
+        parser.add_argument(
+            "--min-face", type=float, default=REPORT.probing.min_face, help="group_ faces narrower (px) are ignored"
+        )
         parser.add_argument(
             "--also",
             type=thresholds_of,
@@ -76,17 +103,18 @@ class Command(BaseCommand):
         if sum(1 for path in directory.iterdir() if path.is_dir()) < 2:
             raise CommandError(f"{directory} must hold at least two person folders")
         engine, started = resident_engine(), time.monotonic()
-        probes = read_set(engine, directory, min_face=min_face, skipped=self._skipped, progress=self._progress)
+        probing = replace(REPORT.probing, min_face=min_face)
+        probes = read_set(engine, directory, probing=probing, skipped=self._skipped, progress=self._progress)
         chosen = references(probes)
         if not chosen:
             raise CommandError("no person has two usable photos: nobody can be a DNP member with a reference")
-        seen = self._derived(engine, probes, derived_per_person)
+        seen = self._derived(engine, probes, probing, derived_per_person)
         derived = [one for one in seen if isinstance(one, Probe)]
         pairs = Pairs.of(probes + derived, chosen)
         self._header(engine.name, probes, chosen, seen, pairs, time.monotonic() - started)
         decisions = {"committed": for_engine(engine.name)}
         try:
-            recommended, _, budget = for_goals(pairs)
+            recommended, _, budget = for_goals(pairs, REPORT.rule)
             decisions["recommended"] = recommended
         except NoRecommendation as why:
             recommended, budget = why, None
@@ -106,14 +134,14 @@ class Command(BaseCommand):
         self.stderr.write(f"skipped {path}: {reason}")
 
     def _progress(self, done: int, total: int) -> None:
-        if done % PROGRESS_EVERY == 0 or done == total:
+        if done % REPORT.progress_every == 0 or done == total:
             self.stderr.write(f"photos read: {done}/{total}")
 
-    def _derived(self, engine, probes: list[Probe], per_person: int) -> list:
+    def _derived(self, engine, probes: list[Probe], probing: Probing, per_person: int) -> list:
         seen = []
-        for one in derived_probes(engine, probes, list(DERIVED), per_person):
+        for one in derived_probes(engine, probes, list(REPORT.derived), per_person, probing):
             seen.append(one)
-            if len(seen) % PROGRESS_EVERY == 0:
+            if len(seen) % REPORT.progress_every == 0:
                 self.stderr.write(f"derived faces seen: {len(seen)}")
         return seen
 
@@ -129,17 +157,18 @@ class Command(BaseCommand):
 
     def _roc(self, pairs: Pairs) -> None:
         """Flat thresholds (no quality, nobody unsure), in the conditions where faces are hardest."""
+        strong_turn, small = REPORT.rule.goals.strong_turn, REPORT.rule.small_face_px
         groups = {
             "all": np.ones(len(pairs.probes), dtype=bool),
-            f"head turn >= {STRONG_TURN}": pairs.head_turn >= STRONG_TURN,
-            "narrower than 32 px": np.array([one.quality.width_px < 32 for one in pairs.probes]),
+            f"head turn >= {strong_turn}": pairs.head_turn >= strong_turn,
+            f"narrower than {small} px": np.array([one.quality.width_px < small for one in pairs.probes]),
             "low light": np.array([one.condition.dark for one in pairs.probes]),
         }
         self.stdout.write(
             "\n## ROC: flat thresholds\n\nEach cell: the members' own faces left visible / strangers' faces blurred "
             "(all pairs).\n\n| threshold | " + " | ".join(groups) + " |\n|---|" + "---|" * len(groups)
         )
-        for threshold in ROC_THRESHOLDS:
+        for threshold in REPORT.roc_thresholds:
             cells = []
             for rows in groups.values():
                 part = pairs.subset(rows)
@@ -179,7 +208,7 @@ class Command(BaseCommand):
                 + " |"
             )
         missed = [one for one in seen if isinstance(one, Missed)]
-        for condition in DERIVED:
+        for condition in REPORT.derived:
             count = sum(1 for one in missed if one.condition == condition)
             if count:
                 self.stdout.write(f"not found again, {condition.label}: {count} (counted nowhere above)")
@@ -190,12 +219,13 @@ class Command(BaseCommand):
             self._members_of(label, part, decisions)
 
     def _members_of(self, label: str, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
+        strong_turn = REPORT.rule.goals.strong_turn
         self.stdout.write(
-            f"\n## Per DNP member, {label}\n\n| decision | own faces visible | at a head turn >= {STRONG_TURN} "
+            f"\n## Per DNP member, {label}\n\n| decision | own faces visible | at a head turn >= {strong_turn} "
             "| strangers blurred per member: mean | worst |"
         )
         self.stdout.write("|---|---:|---:|---:|---|")
-        turned = pairs.subset(pairs.head_turn >= STRONG_TURN)
+        turned = pairs.subset(pairs.head_turn >= strong_turn)
         for name, thresholds in decisions.items():
             found, at_turn = verdict(pairs, thresholds), verdict(turned, thresholds)
             worst = pairs.members[int(np.argmax(found.strangers_blurred))] if found.strangers_blurred.size else "-"
@@ -209,16 +239,17 @@ class Command(BaseCommand):
         """Strangers' faces as taken (a derived copy is the same stranger again) blurred per event, and the DNP
         members' own faces left visible, in events of each size; then by condition."""
         as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
+        draws = REPORT.rule.draws
         self.stdout.write(
-            f"\n## Events with several DNP members\n\n{EVENTS} events of each size drawn from the members "
+            f"\n## Events with several DNP members\n\n{draws.count} events of each size drawn from the members "
             "(seeded); strangers' faces as taken blurred per event, and the DNP members' own faces left visible."
             "\n\n| decision | DNP members | strangers blurred per event: mean | worst | own faces visible |"
             "\n|---|---:|---:|---:|---:|"
         )
         outcomes = {name: blurred(pairs, thresholds) for name, thresholds in decisions.items()}
         for name, blur in outcomes.items():
-            for size in EVENT_SIZES:
-                found = events_of(pairs, blur, size, as_taken)
+            for size in REPORT.event_sizes:
+                found = events_of(pairs, blur, size, as_taken, draws)
                 if found is None:
                     self.stdout.write(f"| {name} | {size} | (fewer members than {size}) | - | - |")
                     continue
@@ -229,7 +260,7 @@ class Command(BaseCommand):
         self._events_by_condition(pairs, outcomes)
 
     def _events_by_condition(self, pairs: Pairs, outcomes: dict[str, np.ndarray]) -> None:
-        sizes = [size for size in EVENT_SIZES if size <= len(pairs.members)]
+        sizes = [size for size in REPORT.event_sizes if size <= len(pairs.members)]
         columns = [(name, size) for name in outcomes for size in sizes]
         self.stdout.write(
             "\nStrangers' faces blurred per event, mean, by condition:\n\n| condition | "
@@ -240,35 +271,37 @@ class Command(BaseCommand):
         for label, rows in conditions(pairs):
             cells = []
             for name, size in columns:
-                found = events_of(pairs, outcomes[name], size, rows)
+                found = events_of(pairs, outcomes[name], size, rows, REPORT.rule.draws)
                 cells.append(f"{found.strangers_mean:.2%}" if found.strangers_blurred.size else "-")
             self.stdout.write(f"| {label} | " + " | ".join(cells) + " |")
 
     def _several_references(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
-        """The same people, once with one reference each and once with three (the worker takes a member's best
-        similarity over their references); none of the three photos counts as their own face in either."""
-        several = reference_sets(probes, SEVERAL_REFERENCES)
+        """The same people, once with one reference each and once with several (the worker takes a member's best
+        similarity over their references); none of the several photos counts as their own face in either."""
+        many, event_size = REPORT.several_references, REPORT.rule.goals.event_size
+        several = reference_sets(probes, many)
         self.stdout.write(
-            f"\n## One reference per member, or {SEVERAL_REFERENCES}\n\n{len(several)} people with more than "
-            f"{SEVERAL_REFERENCES} photos as taken.\n\n| decision | references | own faces visible "
-            "| strangers blurred per member: mean | worst | strangers blurred, events of 5 |"
+            f"\n## One reference per member, or {many}\n\n{len(several)} people with more than "
+            f"{many} photos as taken.\n\n| decision | references | own faces visible "
+            f"| strangers blurred per member: mean | worst | strangers blurred, events of {event_size} |"
             "\n|---|---:|---:|---:|---:|---:|"
         )
         if not several:
-            self.stdout.write(f"(nobody has more than {SEVERAL_REFERENCES} photos)")
+            self.stdout.write(f"(nobody has more than {many} photos)")
             return
         kept = {person: chosen[0] for person, chosen in several.items()}
         unseen = {one.image for chosen in several.values() for one in chosen}
-        for count, chosen in ((1, kept), (SEVERAL_REFERENCES, several)):
+        for count, chosen in ((1, kept), (many, several)):
             pairs = Pairs.of(probes, chosen).leaving_out(unseen)
             as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
             for name, thresholds in decisions.items():
                 blur = blurred(pairs, thresholds)
-                found, events = verdict(pairs, thresholds), events_of(pairs, blur, 5, as_taken)
-                five = f"{events.strangers_mean:.2%}" if events is not None else "-"
+                found = verdict(pairs, thresholds)
+                events = events_of(pairs, blur, event_size, as_taken, REPORT.rule.draws)
+                in_events = f"{events.strangers_mean:.2%}" if events is not None else "-"
                 self.stdout.write(
                     f"| {name} | {count} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
-                    f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {five} |"
+                    f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {in_events} |"
                 )
 
     def _calibrations(self, pairs: Pairs, chosen: dict[str, Probe]) -> None:
@@ -278,7 +311,7 @@ class Command(BaseCommand):
             "at the same share of own faces left visible.\n\n| score | own faces visible "
             "| strangers blurred per member: mean | worst |\n|---|---:|---:|---:|"
         )
-        for found in compared(pairs, chosen, CALIBRATION_VISIBLE):
+        for found in compared(pairs, chosen, REPORT.calibration_visible):
             self.stdout.write(
                 f"| {found.kind} | {found.visible:.2%} | {found.strangers_mean:.2%} | {found.strangers_worst:.2%} |"
             )
@@ -303,9 +336,10 @@ class Command(BaseCommand):
         """Per decision, each event's Unknown clusters by the worker's rule at its `cluster`, beside Immich's DBSCAN
         on the same faces (those the decision judges): BCubed precision / recall / F1 (clusters) in the first
         arrival order, the worst F1 over every order after the slash."""
+        arrival_orders = REPORT.rule.clusters.arrival_orders
         self.stdout.write(
             "\n## Unknown clusters\n\nBCubed precision / recall / F1 (clusters) in arrival order "
-            f"{people.ARRIVAL_ORDERS[0]}, the worst F1 over {len(people.ARRIVAL_ORDERS)} orders after the slash; "
+            f"{arrival_orders[0]}, the worst F1 over {len(arrival_orders)} orders after the slash; "
             "the faces as taken that the decision judges (faces/measurement/people.py)."
         )
         for name, thresholds in decisions.items():
@@ -314,7 +348,7 @@ class Command(BaseCommand):
                 f"| Immich (DBSCAN {people.IMMICH_MAX_DISTANCE:g}, {people.IMMICH_MIN_FACES} faces) |"
                 "\n|---|---:|---|---|"
             )
-            orders = [people.cluster_events(probes, thresholds.unsure_norm, seed) for seed in people.ARRIVAL_ORDERS]
+            orders = [people.cluster_events(probes, thresholds.unsure_norm, seed) for seed in arrival_orders]
             for events in zip(*orders, strict=True):
                 worker = [
                     people.bcubed(e.people, people.worker_clusters(e.embeddings, thresholds.cluster)) for e in events
@@ -330,11 +364,13 @@ class Command(BaseCommand):
             self.stdout.write(f"\nRecommended: nothing: {recommended}")
             return
         self.stdout.write(f"\nRecommended: {thresholds_line(recommended)}")
+        rule, goals = REPORT.rule, REPORT.rule.goals
         self.stdout.write(
             f"rule: faces/measurement/recommend.py: the fewest own faces visible with strangers blurred <= "
-            f"{budget:.1%} per member on average ({BUDGETS['small']:.0%} for faces under 32 px), the budget that "
-            f"keeps strangers' faces blurred within {GOALS.event:.0%} in an event of {GOALS.event_size} DNP members "
-            f"and {GOALS.worst:.0%} for the worst member, own faces visible within {GOALS.turned:.0%} at a strong "
+            f"{budget:.1%} per member on average ({rule.budgets.small:.0%} for faces under {rule.small_face_px} px), "
+            f"the budget that keeps strangers' faces blurred within {goals.event:.0%} in an event of "
+            f"{goals.event_size} DNP members and {goals.worst:.0%} for the worst member, own faces visible within "
+            f"{goals.turned:.0%} at a strong "
             f"turn; match above every stranger pair (the highest: "
             f"{pairs.similarity[pairs.stranger].max():.3f})"
         )
@@ -343,7 +379,7 @@ class Command(BaseCommand):
             "| strangers blurred per member: mean | worst |\n|---|---:|---:|---:|"
         )
         try:
-            checked = two_fold(pairs)
+            checked = two_fold(pairs, REPORT.rule)
         except NoRecommendation as why:
             self.stdout.write(f"(a half recommends nothing: {why})")
             return
@@ -365,14 +401,14 @@ def conditions(pairs: Pairs) -> list[tuple[str, np.ndarray]]:
     score = np.array([one.score for one in probes], dtype=np.float32)
     light = np.array([_or(one.light, np.nan) for one in probes], dtype=np.float32)
     rows = [("all, as taken", as_taken)]
-    rows += _buckets("face width, px", width, (32, 64, 128), as_taken)
-    rows += _buckets("head turn", pairs.head_turn, (0.2, 0.35, 0.5), as_taken)
-    rows += _buckets("detector score", score, (0.7, 0.8), as_taken)
-    rows += _buckets("embedding norm", norm, (17, 20, 23), as_taken)
-    rows += _buckets("face light (grey level)", light, (60, 100), as_taken)
+    rows += _buckets("face width, px", width, REPORT.width_edges, as_taken)
+    rows += _buckets("head turn", pairs.head_turn, REPORT.turn_edges, as_taken)
+    rows += _buckets("detector score", score, REPORT.score_edges, as_taken)
+    rows += _buckets("embedding norm", norm, REPORT.norm_edges, as_taken)
+    rows += _buckets("face light (grey level)", light, REPORT.light_edges, as_taken)
     rows += [
         (f"shown as {condition.label}", np.array([one.condition == condition for one in probes]))
-        for condition in DERIVED
+        for condition in REPORT.derived
     ]
     return rows
 
