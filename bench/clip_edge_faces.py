@@ -20,6 +20,7 @@ import io
 import os
 import sys
 import time
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -72,15 +73,15 @@ def clip_of(face: np.ndarray, box, side: str, share: float, shown: range) -> tup
     return out.getvalue(), truth
 
 
-def covered(data: bytes, truth: list, engine) -> tuple[int, int, float]:
-    """(frames covered, frames with the face, detection seconds)."""
+def covered(data: bytes, truth: list, engine, schedule) -> tuple[int, int, float]:
+    """(frames covered, frames with the face, detection seconds) on the clip schedule `schedule`."""
     from faces.detection.clips import detect_clip
     from faces.media.video import Video
     from faces.rendering.painters import tracks_of
 
     clip = Video(data)
     started = time.perf_counter()
-    found = detect_clip(clip, engine)
+    found = detect_clip(clip, engine, schedule=schedule)
     seconds = time.perf_counter() - started
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     tracks = tracks_of([(track, when, face.box / scale) for when, track, face in found])
@@ -93,23 +94,6 @@ def covered(data: bytes, truth: list, engine) -> tuple[int, int, float]:
         hits += any(b[0] <= cx <= b[2] and b[1] <= cy <= b[3] for b in boxes)
         total += 1
     return hits, total, seconds
-
-
-def edge_looks():
-    """The `edge-looks` variant: a changed place at the frame's edge makes its frame a whole look."""
-    from faces.detection import clips
-
-    searched = clips._analyze_region
-
-    def analyze_region(engine, frame, region, look, checkpoint):
-        height, width = frame.shape[:2]
-        x1, y1, x2, y2 = region
-        if x1 <= 0 or y1 <= 0 or x2 >= width or y2 >= height:
-            return engine.analyze(frame, plan=look, checkpoint=checkpoint)
-        return searched(engine, frame, region, look, checkpoint)
-
-    clips._analyze_region = analyze_region
-    return lambda: setattr(clips, "_analyze_region", searched)
 
 
 def main() -> None:
@@ -128,10 +112,13 @@ def main() -> None:
     from django.conf import settings
 
     settings.ORT_INTRA_OP_THREADS = 1
+    from faces.detection.clips import CLIP_SCHEDULE
     from faces.engines import resident_engine
     from momentlens.devservices import samples
 
     engine = resident_engine()
+    # The `edge-looks` variant: a changed place at the frame's edge makes its frame a whole look.
+    schedules = {"worker": CLIP_SCHEDULE, "edge-looks": replace(CLIP_SCHEDULE, whole_look_at_frame_edge=True)}
     group = samples.group_photo()
     faces = sorted(engine.analyze(group), key=lambda face: face.box[0])[: args.faces]
     pasted = [half_size(group, face.box) for face in faces]
@@ -143,11 +130,7 @@ def main() -> None:
                 for when, shown in SHOWN.items():
                     data, truth = clip_of(face, box, side, share, shown)
                     for variant in VARIANTS if when == "between looks" else VARIANTS[:1]:
-                        restore = edge_looks() if variant == "edge-looks" else lambda: None
-                        try:
-                            hits, total, seconds = covered(data, truth, engine)
-                        finally:
-                            restore()
+                        hits, total, seconds = covered(data, truth, engine, schedules[variant])
                         cell = tally.setdefault((share, when, variant), [0, 0, 0.0])
                         cell[0], cell[1], cell[2] = cell[0] + hits, cell[1] + total, cell[2] + seconds
     print_table(tally, args, len(pasted), time.perf_counter() - started)

@@ -75,11 +75,14 @@ def main() -> None:
     django.setup()
     settings.ORT_INTRA_OP_THREADS = args.threads
     from faces.engines import build_engine
-    from faces.engines.pyramid import Plan
+    from faces.engines.base import PHOTO_PLAN
     from momentlens.devservices import samples
 
     engine = build_engine("buffalo_s")
-    plans = {"no second look (the default)": Plan(), "second look": dataclasses.replace(Plan(), edge_second_look=True)}
+    plans = {
+        "no second look (the default)": PHOTO_PLAN,
+        "second look": dataclasses.replace(PHOTO_PLAN, edge_second_look=True),
+    }
     group = samples.group_photo()
     faces = sorted((f.box for f in engine.detect(group) if f.score >= 0.6), key=lambda box: box[0])[: args.faces]
     found = {(name, size): [0, 0] for name in plans for size in ("t1", "t1 x4.5")}
@@ -91,9 +94,8 @@ def main() -> None:
                 for share in args.shares:
                     crop, visible = cut(image, np.asarray(box) * factor, side, share)
                     for name, plan in plans.items():
-                        engine._pyramid.plan = plan
                         began = time.perf_counter()
-                        boxes = np.array([d.box for d in engine.detect(crop)], np.float32).reshape(-1, 4)
+                        boxes = np.array([d.box for d in engine.detect(crop, plan=plan)], np.float32).reshape(-1, 4)
                         seconds[name] += time.perf_counter() - began
                         cell = found[name, size]
                         cell[0] += bool(len(boxes)) and iou(visible[None], boxes)[0].max() >= FOUND_IOU
@@ -103,8 +105,7 @@ def main() -> None:
     for scene in scenes:
         for image in (scene, cv2.resize(scene, (5657, 4243), interpolation=cv2.INTER_CUBIC)):
             for name, plan in plans.items():
-                engine._pyramid.plan = plan
-                boxes = np.array([d.box for d in engine.detect(image)], np.float32).reshape(-1, 4)
+                boxes = np.array([d.box for d in engine.detect(image, plan=plan)], np.float32).reshape(-1, 4)
                 false[name] += int(touches_edge(boxes, image.shape[1], image.shape[0]).sum())
 
     print("\n## Faces cut by the image edge (buffalo_s, one run)\n")

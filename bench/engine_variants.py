@@ -1,7 +1,8 @@
 """buffalo_s engines that differ only in how the detector and recogniser run, for benches to set side by side.
 
 - `today`: as the worker builds it on a CPU: each detector pass at its own size, alone;
-- `batch 4`: a level's tiles and the second looks of one shape 4 at a time (faces/engines/passes.py);
+- `batch 4`: a level's tiles and the second looks of one shape 4 at a time (faces/engines/pyramid.py, Passes), faces
+  embedded in the GPU's batch sizes;
 - `gpu shapes`: as on a GPU (`GPU_SHAPES`): every pass padded to a shape bucket, 4 at a time, a session
   per bucket, faces embedded in fixed batch sizes; here on the CPU;
 - `int8`: both models quantized with onnxruntime's dynamic quantization (weights int8, activations
@@ -29,7 +30,9 @@ def build(name: str, threads: int = 1, providers: list[str] | None = None):
     if name == "today":
         return InsightFaceEngine(BUFFALO_S, installed, **options)
     if name == "batch 4":
-        return InsightFaceEngine(BUFFALO_S, installed, shapes={"batch": 4}, **options)
+        return InsightFaceEngine(
+            BUFFALO_S, installed, shapes=dataclasses.replace(GPU_SHAPES, detector_buckets=()), **options
+        )
     if name == "gpu shapes":
         return InsightFaceEngine(BUFFALO_S, installed, shapes=GPU_SHAPES, **options)
     if name == "int8":

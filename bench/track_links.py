@@ -4,7 +4,7 @@ A clip's sightings link into tracks (faces/tracks.py); a track is judged as one 
 faces/people.py). A link between two people is wrong data (one person's faces stored as the other's); a
 track split where it is one person leaves each piece to be judged on its own faces. The link refuses two
 sightings that are both seen clearly (faces.thresholds: wide enough, not turned, a strong embedding) and
-whose similarity is under faces.tracks.LINK_AGREEMENT.
+whose similarity is under faces.tracks.Tracking.link_agreement.
 
 This measures that gate on the real-faces set (`scripts/make_real_faces_set.py`): every pair of clearly
 seen faces of one person (different photos, often years apart: far harder than two frames of one clip) and
@@ -42,7 +42,7 @@ def main() -> None:
     from faces.engines import resident_engine
     from faces.measurement.probes import read_set, spread
     from faces.thresholds import for_engine
-    from faces.tracks import LINK_AGREEMENT
+    from faces.tracks import TRACKING
 
     started = time.perf_counter()
     engine = resident_engine()
@@ -62,8 +62,8 @@ def main() -> None:
     print(f"Pairs: {len(same)} of one person (different photos), {len(strangers)} of two people.\n")
     print("| gate (similarity under it: no link) | one person's pairs split | two people's pairs refused |")
     print("|---:|---:|---:|")
-    for gate in sorted({*GATES, LINK_AGREEMENT}):
-        mark = " (the worker's)" if gate == LINK_AGREEMENT else ""
+    for gate in sorted({*GATES, TRACKING.link_agreement}):
+        mark = " (the worker's)" if gate == TRACKING.link_agreement else ""
         print(f"| {gate:.2f}{mark} | {share(same < gate)} | {share(strangers < gate)} |")
     print(f"\none person, lowest: {same.min():.3f}; two people, highest: {strangers.max():.3f}")
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -9,7 +9,7 @@ right way up in its aligned crop scores about 0.9-1.0 there; the wrong way up ab
 
 Rules: the detector's score (what the merge did before: one NMS over both kinds of level), the score with a
 margin for the upright view, and the recogniser's feature norm (the kept view's norm against the other's;
-the worker's rule: faces.engines.insightface.TURNED_NORM_MARGIN).
+the worker's rule: faces.engines.base.Plan.turned_norm_margin).
 
 Last, whether the turned view could go unembedded when both views stand the same way up (their eyes-to-mouth
 directions within AGREE_DEGREES): how often the worker's rule keeps the turned view of such a pair anyway.
@@ -46,10 +46,11 @@ def main() -> None:
 
     django.setup()
     from faces.engines import resident_engine
-    from faces.engines.insightface import TURNED_NORM_MARGIN
+    from faces.engines.base import PHOTO_PLAN
 
     started = time.perf_counter()
     engine = resident_engine()
+    margin = PHOTO_PLAN.turned_norm_margin
     photos = sorted(args.set_dir.glob(args.glob))[: args.faces]
     if not photos:
         raise SystemExit(f"no press photos under {args.set_dir}: python scripts/make_real_faces_set.py {args.set_dir}")
@@ -70,14 +71,13 @@ def main() -> None:
         print(f"| {turn * 90}° | {len(found)} | " + " | ".join(cells) + f" | {ratio:.2f} |")
     total = sum(len(found) for found in rows.values())
     chosen = sum(
-        sum(1 for v in found if v.kept_sim(v.turned_norm >= TURNED_NORM_MARGIN * v.upright_norm) < WRONG)
-        for found in rows.values()
+        sum(1 for v in found if v.kept_sim(v.turned_norm >= margin * v.upright_norm) < WRONG) for found in rows.values()
     )
     agreeing = [v for found in rows.values() for v in found if v.disagreement <= AGREE_DEGREES]
-    turned_kept = [v for v in agreeing if v.turned_norm >= TURNED_NORM_MARGIN * v.upright_norm]
+    turned_kept = [v for v in agreeing if v.turned_norm >= margin * v.upright_norm]
     upright_wrong = sum(1 for v in turned_kept if v.kept_sim(False) < WRONG)
     seconds = time.perf_counter() - started
-    print(f"\nthe worker's rule (norm x {TURNED_NORM_MARGIN:g}): {chosen}/{total} wrong; {seconds:.0f} s")
+    print(f"\nthe worker's rule (norm x {margin:g}): {chosen}/{total} wrong; {seconds:.0f} s")
     print(
         f"views standing the same way up (within {AGREE_DEGREES:g} degrees): {len(agreeing)}/{total}; the rule keeps "
         f"the turned one of {len(turned_kept)}, {upright_wrong} of whose upright views embed wrongly"

@@ -166,7 +166,7 @@ class Judgement:
     # Cannot be told apart from a DNP member: cut by the image edge past unsure_hidden_share, or too poor.
     unsure: np.ndarray
     too_poor: np.ndarray  # too poorly seen to judge (Thresholds.too_poor)
-    clear: np.ndarray  # seen well and whole: a witness of who it is (faces.tracks.LINK_AGREEMENT)
+    clear: np.ndarray  # seen well and whole: a witness of who it is (faces.tracks.Tracking.link_agreement)
 
 
 NOT_MEASURED = Thresholds(match=None, blur=None, cluster=None)

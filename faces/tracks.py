@@ -1,6 +1,6 @@
 """How a clip's sightings link into tracks: one track per person, across the frames the detection looked at
 (faces/detection/clips.py); where a track is blurred between and past its sightings is rendering's
-(faces/rendering/painters.py).
+(faces/rendering/painters.py). `TRACKING` holds the numbers; the detection hands it to `link`.
 """
 
 import bisect
@@ -14,29 +14,39 @@ from faces.geometry import FractionCorners
 # A face seen at a time: (seconds, where).
 Seen = tuple[float, FractionCorners]
 
-# Two looks at a video are never further apart than this (faces/detection/clips.py, `scheduled`).
-DETECT_INTERVAL_S = 0.2
-# A face missed by this many seconds of detections in a row still continues its track.
-MAX_GAP_S = 0.6
-# Two sightings may be the same face when its centre moved at most LINK_SPEED face widths a second
-# (over at least one interval) and their widths are within SIZE_RATIO of each other. Among those, a
-# face is linked to the one that looks most like it, nearness second: a wrong link is not harmless.
-# Between its two sightings a track is blurred along one path, so linking a face to its neighbour's
-# next sighting (a group walking a face's width in a fifth of a second) leaves both faces' own paths
-# bare. LIKENESS_WEIGHT is what one unit of embedding distance (1 - cosine) costs in face widths a
-# second: the same face, a look later, is far more alike than any neighbour.
-LINK_SPEED = 30.0
-SIZE_RATIO = 2.0
-LIKENESS_WEIGHT = 30.0
-# Over the real time between two sightings (however close), no face moves faster than JUMP_SPEED face widths
-# a second: 3 widths from one frame to the next at 30 fps. A faster jump is two people (a cut the watch did not
-# see, or two guests in turn at one place), never one.
-JUMP_SPEED = 100.0
-# Two clearly seen faces (wide, not turned, a strong embedding: faces.thresholds) less alike than this are two
-# people: a track never links them, whatever their speed. A track is compared by its last clearly seen face, so
-# poorly seen sightings between two people do not carry one track from the first to the second
-# (`bench/track_links.py`, docs/MEASUREMENTS.md "One person per track").
-LINK_AGREEMENT = 0.15
+
+@dataclass(frozen=True)
+class Tracking:
+    """How sightings link into tracks. Among the links speed and size allow, a face is linked to the sighting that
+    looks most like it, nearness second: a wrong link is not harmless. Between its two sightings a track is
+    blurred along one path, so linking a face to its neighbour's next sighting (a group walking a face's width in a
+    fifth of a second) leaves both faces' own paths bare."""
+
+    # Two looks at a video are never further apart than this (faces/detection/clips.py, `scheduled`): five looks a
+    # second cover the frames between them, and a link's speed counts at least this much time between two looks.
+    look_interval_s: float = 0.2
+    # A face missed by this many seconds of detections in a row (three looks) still continues its track.
+    max_gap_s: float = 0.6
+    # Two sightings may be one face when its centre moved at most this many face widths a second (over at least
+    # one interval): a walking guest moves a few.
+    link_speed: float = 30.0
+    # Two sightings may be one face when their widths are within this ratio of each other.
+    size_ratio: float = 2.0
+    # What one unit of embedding distance (1 - cosine) costs, in face widths a second: the same face, a look later,
+    # is far more alike than any neighbour.
+    likeness_weight: float = 30.0
+    # Over the real time between two sightings (however close), no face moves faster than this many face widths a
+    # second (3 from one frame to the next at 30 fps): a faster jump is two people (a cut the watch did not see, or
+    # two guests in turn at one place), never one.
+    jump_speed: float = 100.0
+    # Two clearly seen faces (wide, not turned, a strong embedding: faces.thresholds) less alike than this are two
+    # people, whatever their speed; a track is compared by its last clearly seen face, so poorly seen sightings
+    # between two people do not carry one track from the first to the second (`bench/track_links.py`,
+    # docs/MEASUREMENTS.md "One person per track").
+    link_agreement: float = 0.15
+
+
+TRACKING = Tracking()
 
 
 def link(
@@ -45,6 +55,7 @@ def link(
     searched: dict[float, list[FractionCorners]] | None = None,
     embeddings: list[np.ndarray] | None = None,
     clear: list[bool] | None = None,
+    tracking: Tracking = TRACKING,
 ) -> list[int]:
     """A track number for each sighting (time, box), sightings in time order; greedy, cheapest first: the
     face's speed, plus how unlike its track's last sighting it looks (`embeddings`, unit length, one per
@@ -52,8 +63,9 @@ def link(
     new. At a time when only parts of the frame were searched (`searched[time]`: those regions), only a
     track last seen within one of them may go on there: the others were not looked for, and are not gone.
     A clearly seen sighting (`clear`) never joins a track whose last clearly seen face it does not agree with
-    (LINK_AGREEMENT): a track holds one person."""
+    (Tracking.link_agreement): a track holds one person."""
     linking = _Linking(
+        tracking,
         sightings,
         sorted(cuts),
         searched or {},
@@ -73,6 +85,7 @@ def link(
 class _Linking:
     """The tracks so far, while `link` goes through the sightings time by time."""
 
+    tracking: Tracking
     sightings: list[Seen]
     cuts: list[float]
     searched: dict[float, list[FractionCorners]]
@@ -104,26 +117,30 @@ class _Linking:
         for track in self._open(time):
             last = self.sightings[self.last_seen[track]]
             for index in indices:
-                if not _agree(self.clear[index], self.last_clear[track], index, self.unlike):
+                if not self._agree(index, self.last_clear[track]):
                     continue
-                speed = _link_cost(last, (time, self.sightings[index][1]), partial=time in self.searched)
+                speed = _link_cost(self.tracking, last, (time, self.sightings[index][1]), partial=time in self.searched)
                 if speed is not None:
-                    yield speed + LIKENESS_WEIGHT * self.unlike(self.last_seen[track], index), index, track
+                    yield (
+                        speed + self.tracking.likeness_weight * self.unlike(self.last_seen[track], index),
+                        index,
+                        track,
+                    )
+
+    def _agree(self, index: int, track_clear: int | None) -> bool:
+        """Whether a sighting may join a track by their looks: unless both are clearly seen, always."""
+        agreement = self.tracking.link_agreement
+        return not self.clear[index] or track_clear is None or 1.0 - self.unlike(track_clear, index) >= agreement
 
     def _open(self, time: float) -> list[int]:
         """The tracks a sighting at `time` may continue: seen lately, in this scene, and looked for here."""
         return [
             track
             for track, index in enumerate(self.last_seen)
-            if 0 < time - (last := self.sightings[index])[0] <= MAX_GAP_S + 1e-6
+            if 0 < time - (last := self.sightings[index])[0] <= self.tracking.max_gap_s + 1e-6
             and not _cut_between(self.cuts, last[0], time)
             and (time not in self.searched or any(_inside(last[1], region) for region in self.searched[time]))
         ]
-
-
-def _agree(clear: bool, track_clear: int | None, index: int, unlike: Callable[[int, int], float]) -> bool:
-    """Whether a sighting may join a track by their looks: unless both are clearly seen, always."""
-    return not clear or track_clear is None or 1.0 - unlike(track_clear, index) >= LINK_AGREEMENT
 
 
 def _unlikeness(embeddings: list[np.ndarray]) -> Callable[[int, int], float]:
@@ -143,17 +160,17 @@ def _cut_between(cuts: list[float], then: float, time: float) -> bool:
     return index < len(cuts) and cuts[index] <= time + 1e-9
 
 
-def _link_cost(last: Seen, now: Seen, partial: bool = False) -> float | None:
+def _link_cost(tracking: Tracking, last: Seen, now: Seen, partial: bool = False) -> float | None:
     """The face's speed, in face widths a second, if the two sightings can be one face. Between looks the
     time counts as at least one interval; a sighting between looks (`partial`) is held to its real time
     since the last one: a few frames allow a few frames' travel."""
     (then, a), (time, b) = last, now
     width_a, width_b = a[2] - a[0], b[2] - b[0]
-    if min(width_a, width_b) <= 0 or max(width_a, width_b) > SIZE_RATIO * min(width_a, width_b):
+    if min(width_a, width_b) <= 0 or max(width_a, width_b) > tracking.size_ratio * min(width_a, width_b):
         return None
     centre_a, centre_b = (a[:2] + a[2:]) / 2, (b[:2] + b[2:]) / 2
     widths = float(np.linalg.norm(centre_b - centre_a)) / max(width_a, width_b)
-    if widths / max(time - then, 1e-3) > JUMP_SPEED:
+    if widths / max(time - then, 1e-3) > tracking.jump_speed:
         return None
-    speed = widths / max(time - then, 1e-3 if partial else DETECT_INTERVAL_S)
-    return speed if speed <= LINK_SPEED else None
+    speed = widths / max(time - then, 1e-3 if partial else tracking.look_interval_s)
+    return speed if speed <= tracking.link_speed else None

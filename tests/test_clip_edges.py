@@ -66,13 +66,13 @@ def hard_cut(group, group_faces, *, frames_each: int = 43, width: int = 1024, he
 
 
 def test_the_motion_watch_sees_a_cut_between_two_walls_of_the_same_tiles():
-    from faces.detection import motion
+    from faces.detection import clips
 
     before, after = tiles(640, 360, seed=1), tiles(640, 360, seed=2)
     assert abs(float(before.mean()) - float(after.mean())) < 2.0, "alike in brightness"
     brighter = cv2.convertScaleAbs(before, alpha=1.0, beta=30)
     frames = [before, before, brighter, before, after]
-    cut = [change.cut for _, _, change in motion.changes(enumerate(frames))]
+    cut = [change.cut for _, _, change in clips.changes(enumerate(frames))]
     assert not cut[1], "the same picture"
     assert not cut[2], "a flash lights the same wall: no cut"
     assert cut[4], "another layout of the same tiles: a cut"

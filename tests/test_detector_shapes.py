@@ -1,4 +1,4 @@
-"""Fixed detector shapes and batches (faces/engines/passes.py), as a GPU reader runs them.
+"""Fixed detector shapes and batches (faces/engines/pyramid.py, Passes), as a GPU reader runs them.
 
 On a CPU the engine runs each pass at its own size; with `shapes=GPU_SHAPES` it runs the GPU's way here
 too, so the rule is tested without a device: every pass at a shape bucket and a batch size the warm-up
@@ -12,9 +12,10 @@ import numpy as np
 import onnxruntime
 import pytest
 
-from faces.engines.insightface import GPU_SHAPES, RECOGNISER_BATCHES, InsightFaceEngine
+from faces.detection.clips import CLIP_SCHEDULE
+from faces.engines.base import Plan
+from faces.engines.insightface import GPU_SHAPES, InsightFaceEngine
 from faces.engines.packs import BUFFALO_S, pack_folder
-from faces.engines.pyramid import SHAPE_BUCKETS, Plan, video_frame_plan
 from momentlens.devservices import samples
 
 HAS_CUDA = "CUDAExecutionProvider" in onnxruntime.get_available_providers()
@@ -67,8 +68,8 @@ def same_faces(ours, theirs) -> bool:
 
 
 def test_the_warm_up_runs_every_bucket_at_each_batch_size(gpu_way_engine):
-    assert set(SHAPE_BUCKETS) <= set(gpu_way_engine.warmed_up)
-    assert {(112 * size, 112) for size in RECOGNISER_BATCHES} <= set(gpu_way_engine.warmed_up)
+    assert set(GPU_SHAPES.detector_buckets) <= set(gpu_way_engine.warmed_up)
+    assert {(112 * size, 112) for size in GPU_SHAPES.recogniser_batches} <= set(gpu_way_engine.warmed_up)
     assert engine().warmed_up == [], "a CPU engine warms nothing up: it has no shapes to learn"
 
 
@@ -77,7 +78,11 @@ def test_every_pass_runs_at_a_warmed_up_shape_and_finds_the_same_faces(cpu_engin
     image = group_at(width)
     shapes = recorded_shapes(gpu_way_engine)
     bucketed = gpu_way_engine.analyze(image)
-    warmed = {(size, 3, height, width) for width, height in SHAPE_BUCKETS for size in (1, GPU_SHAPES["batch"])}
+    warmed = {
+        (size, 3, height, width)
+        for width, height in GPU_SHAPES.detector_buckets
+        for size in (1, GPU_SHAPES.detector_batch)
+    }
     assert shapes, "the spy saw the passes"
     assert set(shapes) <= warmed, set(shapes) - warmed
     plain = cpu_engine.analyze(image)
@@ -91,8 +96,8 @@ def test_every_pass_runs_at_a_warmed_up_shape_and_finds_the_same_faces(cpu_engin
 def test_a_video_frame_s_passes_are_bucketed_too(gpu_way_engine):
     frame = group_at(1920)
     shapes = recorded_shapes(gpu_way_engine)
-    gpu_way_engine.analyze(frame, plan=video_frame_plan(1920, frame.shape[0]))
-    buckets = {(height, width) for width, height in SHAPE_BUCKETS}
+    gpu_way_engine.analyze(frame, plan=CLIP_SCHEDULE.look_plan_of(1920, frame.shape[0]))
+    buckets = {(height, width) for width, height in GPU_SHAPES.detector_buckets}
     assert {shape[2:] for shape in shapes} <= buckets
 
 
@@ -128,7 +133,7 @@ def test_a_cascade_lowers_the_candidate_score_of_the_finest_levels_only(cpu_engi
     second looks keep their own scores."""
     import dataclasses
 
-    pyramid = cpu_engine._pyramid
+    pyramid = cpu_engine.pyramid
     plan = dataclasses.replace(
         Plan(), fine_scale=1.0, fine_score_threshold=0.07, turned_scale=0.5, turned_score_threshold=0.1
     )
@@ -158,7 +163,7 @@ def test_turned_levels_from_a_turned_scale_are_a_pyramid_of_their_own(cpu_engine
     levels, so a cascade's coarser finest level (1x, then 1/3x) leaves the turned levels at today's 1/2x."""
     import dataclasses
 
-    pyramid = cpu_engine._pyramid
+    pyramid = cpu_engine.pyramid
     plan = dataclasses.replace(Plan(), fine_scale=1.0, turned_scale=0.5)
     image = group_at(2400)
     height, width = image.shape[:2]
@@ -193,7 +198,7 @@ def test_a_cascade_looks_again_only_at_its_small_faint_candidates(cpu_engine, mo
     found = {}
     for cap in (None, 40):
         plan = dataclasses.replace(Plan(), fine_scale=1.0, fine_score_threshold=0.07, cascade_max_width=cap)
-        pyramid = cpu_engine._pyramid.planned(plan)
+        pyramid = cpu_engine.pyramid.planned(plan)
         widths = looked_at[cap] = []
         real = pyramid._second_looks
 
@@ -220,7 +225,7 @@ def test_turned_levels_after_one_that_runs_whole_are_the_overview_only(cpu_engin
     at_a_sixth, found = {}, {}
     for flag in (False, True):
         plan = dataclasses.replace(Plan(), turned_scale=0.5, turned_whole_then_overview=flag)
-        pyramid = cpu_engine._pyramid.planned(plan)
+        pyramid = cpu_engine.pyramid.planned(plan)
         sizes = []
         real = pyramid.passes.run_many
 

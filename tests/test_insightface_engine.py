@@ -21,10 +21,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from faces.engines import build_engine
-from faces.engines.base import EMBEDDING_DIMENSIONS, ModelsMissing
+from faces.engines.base import EMBEDDING_DIMENSIONS, ModelsMissing, Plan
 from faces.engines.insightface import InsightFaceEngine
 from faces.engines.packs import BUFFALO_L, BUFFALO_S, ModelFileRejected, pack_folder
-from faces.engines.pyramid import Plan
 from faces.geometry import iou
 
 STRIDES = (8, 16, 32)
@@ -333,11 +332,10 @@ def test_buffalo_l_merges_its_own_large_faces_with_buffalo_s_small_faces(model_f
 
     group = cv2.resize(samples.group_photo(), None, fx=2.0, fy=2.0, interpolation=cv2.INTER_CUBIC)
     engine = buffalo_l_engine(model_folder)
-    assert engine._pyramid.passes is not engine._pyramid.overview_passes
+    assert engine.pyramid.passes is not engine.pyramid.overview_passes
     # The generated det_10g would also find its one face in each turned copy of the overview.
-    engine._pyramid.plan = dataclasses.replace(engine._pyramid.plan, turns=())
+    found = engine.detect(group, plan=dataclasses.replace(engine.pyramid.plan, turns=()))
 
-    found = engine.detect(group)
     from_overview = [d for d in found if d.score == pytest.approx(FACE_SCORE)]
     from_fine_levels = [d for d in found if d.score != pytest.approx(FACE_SCORE)]
     assert len(from_overview) == 1, "buffalo_l's own detection is kept"

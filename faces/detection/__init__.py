@@ -20,6 +20,7 @@ Only this process remembers: a retry in another process, or after a restart, det
 
 import hashlib
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 from django.utils import timezone
@@ -89,26 +90,34 @@ def face_row(
     )
 
 
-# A retry comes right after its failed try: a few entries are enough, and bound the memory.
-SIZE = 4
-# A look is known by a digest of a sample of its pixels, every DIGEST_SAMPLE_STEP-th pixel of every
-# DIGEST_SAMPLE_STEP-th row (and the image's shape): frames of one clip differ there, and a 4K frame hashes in
-# well under a millisecond.
-DIGEST_SAMPLE_STEP = 4
+@dataclass(frozen=True)
+class LookMemory:
+    """What this process remembers of its detections, so that a try run again does not detect again."""
+
+    # Uploads remembered: a retry comes right after its failed try, so a few are enough, and bound the memory.
+    uploads: int = 4
+    # A look is known by a digest of every this-many-th pixel of every this-many-th row (and the image's shape):
+    # frames of one clip differ there, and a 4K frame hashes in well under a millisecond.
+    digest_step: int = 4
+
+
+LOOK_MEMORY = LookMemory()
 
 
 class RememberedLooks:
     """An engine whose `analyze` answers from memory what it already answered for this upload; `found` is
     what the whole detection found, once it finished (None until then)."""
 
-    def __init__(self, engine):
+    def __init__(self, engine, digest_step: int):
         self._engine, self._looks = engine, {}
+        self._digest_step = digest_step
         self.name = engine.name
         self.found: list | None = None
 
     def analyze(self, image: np.ndarray, **options) -> list:
         asked = {name: value for name, value in options.items() if name != "checkpoint"}
-        sample = np.ascontiguousarray(image[::DIGEST_SAMPLE_STEP, ::DIGEST_SAMPLE_STEP])
+        step = self._digest_step
+        sample = np.ascontiguousarray(image[::step, ::step])
         key = (_digest(sample), image.shape, tuple(sorted(asked.items())))
         if key not in self._looks:
             self._looks[key] = self._engine.analyze(image, **options)
@@ -118,13 +127,13 @@ class RememberedLooks:
 _remembered: OrderedDict[tuple, RememberedLooks] = OrderedDict()
 
 
-def remembered_looks(photo, data: bytes, engine) -> RememberedLooks:
+def remembered_looks(photo, data: bytes, engine, memory: LookMemory = LOOK_MEMORY) -> RememberedLooks:
     """`engine` with this process's memory of the photo's upload `data`: the looks it already took, and what
     the whole detection found if it finished."""
     key = (photo.id, photo.upload_key, engine.name, _digest(np.frombuffer(data, np.uint8)))
-    looks = _remembered.setdefault(key, RememberedLooks(engine))
+    looks = _remembered.setdefault(key, RememberedLooks(engine, memory.digest_step))
     _remembered.move_to_end(key)
-    while len(_remembered) > SIZE:
+    while len(_remembered) > memory.uploads:
         _remembered.popitem(last=False)
     return looks
 

@@ -11,7 +11,7 @@ import time
 
 from django.conf import settings
 
-from faces.engines.base import DetectedFace, FaceEngine
+from faces.engines.base import PHOTO_PLAN, DetectedFace, FaceEngine, Plan
 from faces.engines.packs import pack_folder, pack_named
 
 log = logging.getLogger("faces.engines")
@@ -25,7 +25,9 @@ def configured_engine_name() -> str:
     return pack_named(settings.FACE_MODEL_PACK).engine_name
 
 
-def build_engine(pack_name: str | None = None) -> FaceEngine:
+def build_engine(pack_name: str | None = None, plan: Plan = PHOTO_PLAN) -> FaceEngine:
+    """The configured engine (or `pack_name`'s), on the settings' threads and providers; `plan` is the detection
+    plan its `analyze` follows unless asked another (a bench's variant: bench/pipeline.py)."""
     from faces.engines.insightface import InsightFaceEngine
 
     pack = pack_named(pack_name or settings.FACE_MODEL_PACK)
@@ -36,6 +38,7 @@ def build_engine(pack_name: str | None = None) -> FaceEngine:
         small_face_folder=pack_folder(small, settings.FACE_MODEL_ROOT) if small else None,
         intra_op_threads=settings.ORT_INTRA_OP_THREADS,
         providers=settings.ORT_PROVIDERS,
+        plan=plan,
     )
 
 

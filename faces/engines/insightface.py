@@ -14,6 +14,7 @@ wrong way up), and the blur decision reads it (faces/thresholds.py).
 """
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,28 +22,51 @@ import numpy as np
 from faces.checkpoint import Checkpoint, never_stop
 from faces.engines.base import (
     EMBEDDING_DIMENSIONS,
+    PHOTO_PLAN,
     DetectedFace,
     Detection,
     Embedded,
     FaceEngine,
     ModelsMissing,
+    Plan,
     ProviderUnavailable,
 )
 from faces.engines.packs import ModelFileRejected, ModelPack
-from faces.engines.passes import Passes
-from faces.engines.pyramid import SHAPE_BUCKETS, Plan, PyramidDetector
+from faces.engines.pyramid import Passes, PyramidDetector, Shape
 
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
 CPU = "CPUExecutionProvider"
-# On a GPU every detector pass runs at one of a few fixed shapes and same-shape passes (a level's tiles, the
-# second looks) go 4 at a time (faces/engines/passes.py); faces are embedded in batches of fixed sizes. On a
-# CPU a pass runs at its own size, which is cheaper, and alone (docs/ARCHITECTURE.md §6, "On a GPU").
-GPU_SHAPES = {"shape_buckets": SHAPE_BUCKETS, "batch": 4}
-RECOGNISER_BATCHES = (1, 4, 16, 64)
 # onnxruntime's own log: errors only. A batch of faces through a recogniser exported
 # with batch size 1 runs correctly but warns on every call.
 ORT_LOG_ERRORS_ONLY = 3
+
+
+@dataclass(frozen=True)
+class Shapes:
+    """The input shapes the engine's sessions see. On a CPU a pass runs at its own size, which is cheaper, and
+    alone; on a GPU a session spends 1.5-3 s of cuDNN search on every shape new to it, so there every shape a job
+    can bring is fixed and run once at the start (docs/ARCHITECTURE.md §6, "On a GPU")."""
+
+    # The detector's inputs are padded to the smallest of these (width, height) that holds them, a session each
+    # (faces/engines/pyramid.py, Passes); (): each pass at its own size, padded to the stride.
+    detector_buckets: tuple[Shape, ...] = ()
+    # Same-shape detector passes of one image (a level's tiles, the second looks) run this many at a time.
+    detector_batch: int = 1
+    # Faces are embedded in batches of these sizes, the last filled with copies of a face; (): all at once.
+    recogniser_batches: tuple[int, ...] = ()
+
+
+# A CPU's: every pass at its own size, alone; every photo's faces in one batch.
+CPU_SHAPES = Shapes()
+# A GPU's. The buckets: a second look (a 64 px face in 1.75x its size, a video frame's in 2.5x), the overview
+# (long side 640), the edge pass (the overview mirrored 25 % past each edge) and a tile (a level larger than a tile
+# is tiled); passes go 4 at a time; a photo's faces in batches of 1, 4, 16 or 64.
+GPU_SHAPES = Shapes(
+    detector_buckets=((224, 224), (640, 640), (960, 960), (PHOTO_PLAN.tile_width, PHOTO_PLAN.tile_height)),
+    detector_batch=4,
+    recogniser_batches=(1, 4, 16, 64),
+)
 
 # insightface's norm_crop calls scikit-image's deprecated SimilarityTransform.estimate; the
 # result is the same, and the warning would print on every face.
@@ -58,11 +82,13 @@ class InsightFaceEngine(FaceEngine):
         small_face_folder: Path | None = None,
         intra_op_threads: int = 1,
         providers: list[str] | None = None,
-        shapes: dict | None = None,
+        shapes: Shapes | None = None,
+        plan: Plan = PHOTO_PLAN,
     ):
         """`small_face_folder`: where pack.small_faces_from's files are, for a pack whose small-face
-        levels run another pack's detector (buffalo_l: buffalo_s's). `shapes`: the detector passes' shape
-        buckets and batch (Plan fields); None: GPU_SHAPES on a GPU, each pass at its own size on a CPU."""
+        levels run another pack's detector (buffalo_l: buffalo_s's). `shapes`: what the sessions see; None:
+        GPU_SHAPES on a GPU, CPU_SHAPES on a CPU. `plan`: the detection plan `analyze` follows unless asked
+        another."""
         detector_file, recognizer_file = (str(path) for path in pack.files(folder))
         small_detector_file = str(pack.small_faces_from.files(small_face_folder)[0]) if pack.small_faces_from else None
         from insightface.model_zoo.arcface_onnx import ArcFaceONNX
@@ -74,11 +100,11 @@ class InsightFaceEngine(FaceEngine):
         # The provider the sessions run on (checked: never a silent fall-back).
         self.provider = self._options[1][0]
         preload_cuda_libraries(self._options[1])
-        self._shapes = (GPU_SHAPES if self.provider != CPU else {}) if shapes is None else shapes
+        self.shapes = (GPU_SHAPES if self.provider != CPU else CPU_SHAPES) if shapes is None else shapes
         self._overview = self._passes(detector_file, pack.name)
         self._fine = self._passes(small_detector_file, pack.small_faces_from.name) if small_detector_file else None
         # One pyramid on the engine's passes (its sessions); a clip's plans are its own, built there.
-        self._pyramid = PyramidDetector(self._fine or self._overview, Plan(), overview_passes=self._overview)
+        self.pyramid = PyramidDetector(self._fine or self._overview, plan, overview_passes=self._overview)
         self._recognizer = ArcFaceONNX(model_file=recognizer_file, session=_session(recognizer_file, *self._options))
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
@@ -89,9 +115,9 @@ class InsightFaceEngine(FaceEngine):
     def _passes(self, model_file: str, pack_name: str) -> Passes:
         """The detector's passes, with the engine's shapes: on a GPU a session per shape bucket."""
         scrfd = self._scrfd(model_file, pack_name)
-        buckets = self._shapes.get("shape_buckets", ())
+        buckets = self.shapes.detector_buckets
         new_session = (lambda: _session(model_file, *self._options)) if buckets else None
-        return Passes(scrfd, buckets=buckets, batch=self._shapes.get("batch", 1), new_session=new_session)
+        return Passes(scrfd, buckets=buckets, batch=self.shapes.detector_batch, new_session=new_session)
 
     def _scrfd(self, model_file: str, pack_name: str):
         from insightface.model_zoo.scrfd import SCRFD
@@ -117,10 +143,11 @@ class InsightFaceEngine(FaceEngine):
         turned = [d.turned for d in detections if d.turned is not None]
         seen = self.embed_many(image, detections + turned)
         views = iter(range(len(detections), len(detections) + len(turned)))
+        margin = (plan or self.pyramid.plan).turned_norm_margin
         faces = []
         for row, detection in enumerate(detections):
             if detection.turned is not None:
-                detection, row = upright_first(detection, row, next(views), seen.norms)
+                detection, row = upright_first(detection, row, next(views), seen.norms, margin)
             box, landmarks, score = detection.box, detection.landmarks, detection.score
             faces.append(DetectedFace(box, landmarks, score, seen.vectors[row], self.name, float(seen.norms[row])))
         return faces
@@ -134,7 +161,7 @@ class InsightFaceEngine(FaceEngine):
         checkpoint: Checkpoint = never_stop,
     ) -> list[Detection]:
         """Every face, large and small, in pixels of `image`; without `small_faces` only the large ones."""
-        found = self._pyramid.detect(image, plan=plan, small_faces=small_faces, checkpoint=checkpoint)
+        found = self.pyramid.detect(image, plan=plan, small_faces=small_faces, checkpoint=checkpoint)
         return [_detection(face, _detection(turned) if turned is not None else None) for face, turned in found]
 
     def embed_many(self, image: np.ndarray, detections: list[Detection]) -> Embedded:
@@ -149,39 +176,35 @@ class InsightFaceEngine(FaceEngine):
         return mirrored_average(features[: len(aligned)], features[len(aligned) :])
 
     def _embed(self, aligned: list[np.ndarray]) -> np.ndarray:
-        """(N, dims) features. On a GPU the faces go in batches of RECOGNISER_BATCHES' sizes (the last one
-        filled with copies of a face, dropped after), so the session sees only those shapes."""
-        if not self._shapes:
+        """(N, dims) features. With recogniser batches (a GPU's) the faces go in batches of those sizes (the
+        last one filled with copies of a face, dropped after), so the session sees only those shapes."""
+        batches = self.shapes.recogniser_batches
+        if not batches:
             return self._recognizer.get_feat(aligned).reshape(len(aligned), -1)
         features = []
-        for start in range(0, len(aligned), RECOGNISER_BATCHES[-1]):
-            chunk = aligned[start : start + RECOGNISER_BATCHES[-1]]
-            filled = chunk + chunk[:1] * (_padded_count(len(chunk), RECOGNISER_BATCHES) - len(chunk))
+        for start in range(0, len(aligned), batches[-1]):
+            chunk = aligned[start : start + batches[-1]]
+            filled = chunk + chunk[:1] * (_padded_count(len(chunk), batches) - len(chunk))
             features.append(self._recognizer.get_feat(filled).reshape(len(filled), -1)[: len(chunk)])
         return np.concatenate(features)
 
     def _warm_up_recogniser(self) -> list[tuple[int, int]]:
-        if not self._shapes:
-            return []
-        for size in RECOGNISER_BATCHES:
+        for size in self.shapes.recogniser_batches:
             self._recognizer.get_feat([np.zeros((ALIGNED_SIZE, ALIGNED_SIZE, 3), np.uint8)] * size)
-        return [(ALIGNED_SIZE * size, ALIGNED_SIZE) for size in RECOGNISER_BATCHES]
+        return [(ALIGNED_SIZE * size, ALIGNED_SIZE) for size in self.shapes.recogniser_batches]
 
 
-# A face both the upright and a turned level found is embedded as the upright levels saw it unless the turned
-# view's feature norm is at least this many times the upright one's. `python bench/turned_views.py`: on real
-# upright faces the turned view's norm is at most 1.04x the upright's, and the recogniser's view with the larger
-# norm is the one whose crop is upright in 537 of 540 faces turned 90, 180 and 270 degrees, where the
-# detector's scores pick the wrong one in 15 (a 180-degree face scores 0.04 more upright, garbage landmarks
-# and all) and on upright faces they pick the turned view in 6 of 187 (docs/MEASUREMENTS.md, "Upright first").
-TURNED_NORM_MARGIN = 1.1
-
-
-def upright_first(upright: Detection, row: int, turned_row: int, norms: np.ndarray) -> tuple[Detection, int]:
+def upright_first(
+    upright: Detection, row: int, turned_row: int, norms: np.ndarray, margin: float
+) -> tuple[Detection, int]:
     """The view of one face to keep, and its row in `norms`: the upright one unless the recogniser sees the
-    turned one TURNED_NORM_MARGIN times better (a face upside down in the picture, which the upright levels
-    found with landmarks that put its mouth above its eyes)."""
-    if norms[turned_row] >= TURNED_NORM_MARGIN * norms[row]:
+    turned one `margin` times better (Plan.turned_norm_margin: a face upside down in the picture, which the
+    upright levels found with landmarks that put its mouth above its eyes). `python bench/turned_views.py`: the
+    recogniser's view with the larger norm is the one whose crop is upright in 537 of 540 faces turned 90, 180
+    and 270 degrees, where the detector's scores pick the wrong one in 15 (a 180-degree face scores 0.04 more
+    upright, garbage landmarks and all) and on upright faces they pick the turned view in 6 of 187
+    (docs/MEASUREMENTS.md, "Upright first")."""
+    if norms[turned_row] >= margin * norms[row]:
         return upright.turned, turned_row
     return upright, row
 

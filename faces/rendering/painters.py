@@ -1,10 +1,10 @@
 """The blur of one file, frame by frame: what a still or a clip (faces/media/) paints onto each frame, and where
 a clip's track is blurred at every time, looked at or not.
 
-A video is looked at so that two looks are never more than DETECT_INTERVAL_S apart (faces/detection/clips.py).
-So every frame that is not looked at lies less than DETECT_INTERVAL_S from a look on each side, and a track that
-reaches TRACK_PAD_S (more than that) past its first and last sightings covers every frame that either
-neighbouring look would have blurred, whatever the frame times (variable frame rates included), without storing
+A video is looked at so that two looks are never more than the look interval apart (faces.tracks.Tracking,
+faces/detection/clips.py). So every frame that is not looked at lies less than that interval from a look on each
+side, and a track that reaches TRACK_PAD_S (more than that) past its first and last sightings covers every frame that
+either neighbouring look would have blurred, whatever the frame times (variable frame rates included), without storing
 the schedule.
 
 Between two sightings the face is blurred along its path from one to the other; past its ends it is
@@ -27,7 +27,7 @@ import numpy as np
 
 from faces.geometry import FractionBox, FractionCorners, restored_face_box
 from faces.models import Face
-from faces.tracks import DETECT_INTERVAL_S, Seen
+from faces.tracks import TRACKING, Seen
 
 # A detection box is tight: grow it so hair, ears, jaw and neckline are covered.
 FACE_EXPANSION = 0.35
@@ -35,7 +35,7 @@ FACE_EXPANSION = 0.35
 BLUR_CELLS = 6
 # The box blur on top, as a fraction of the region's short side.
 BOX_BLUR_FRACTION = 0.25
-# A track reaches this far past its first and last sightings: more than DETECT_INTERVAL_S.
+# A track reaches this far past its first and last sightings: more than the look interval (0.2 s).
 TRACK_PAD_S = 0.25
 # Past a track's ends the face keeps moving: its box is carried on at the track's last velocity,
 # with MOVING_SLACK face sizes a second for a change of pace, or, seen once only, may have gone
@@ -77,7 +77,7 @@ class Track:
         if after > last:
             return self._beyond(last, last - 1, time)
         between = _path(self.boxes[after - 1], self.boxes[after])
-        if self.times[after] - self.times[after - 1] <= DETECT_INTERVAL_S + 1e-6:
+        if self.times[after] - self.times[after - 1] <= TRACKING.look_interval_s + 1e-6:
             return between
         # Looks in between missed the face (it was hidden, or gone and back): it may have left from
         # one sighting and come back to the other by any way, so both ends reach into the gap.

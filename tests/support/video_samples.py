@@ -11,7 +11,7 @@ import numpy as np
 
 from tests.support.media_clips import Box, background, guest, paste
 
-# The schedule of looks at 30 fps: frames 0, 6, 12, ... (faces/tracks.py, DETECT_INTERVAL_S 0.2 s).
+# The schedule of looks at 30 fps: frames 0, 6, 12, ... (faces.tracks.Tracking.look_interval_s, 0.2 s).
 LOOK_EVERY = {30: 6, 60: 12}
 
 

@@ -12,7 +12,7 @@ from faces.detection.clips import scheduled
 from faces.people import Candidates, PhotoMatch
 from faces.rendering.painters import TRACK_PAD_S, tracks_of
 from faces.thresholds import FaceQuality, FaceView, Thresholds
-from faces.tracks import DETECT_INTERVAL_S, MAX_GAP_S, link
+from faces.tracks import TRACKING, link
 
 FPS30 = [i / 30 for i in range(90)]  # 3 s at 30 fps
 
@@ -22,7 +22,11 @@ def box(x: float, y: float = 0.4, w: float = 0.1) -> np.ndarray:
 
 
 def looked_at(times: list[float], every_frame: bool = False, cut_before=lambda time: False) -> list[float]:
-    return [time for time, _, look in scheduled(((t, None, cut_before(t)) for t in times), every_frame) if look]
+    return [
+        time
+        for time, _, look in scheduled(((t, None, cut_before(t)) for t in times), every_frame, TRACKING.look_interval_s)
+        if look
+    ]
 
 
 def test_a_video_is_detected_every_interval_and_on_its_first_and_last_frames():
@@ -48,7 +52,7 @@ def test_no_two_looks_are_further_apart_than_the_interval_whatever_the_frame_tim
     looks = looked_at(times)
     for before, after in itertools.pairwise(looks):
         frames_between = [t for t in times if before < t < after]
-        assert after - before <= DETECT_INTERVAL_S + 1e-6 or not frames_between
+        assert after - before <= TRACKING.look_interval_s + 1e-6 or not frames_between
 
 
 def test_an_animated_image_is_detected_on_every_frame():
@@ -57,13 +61,13 @@ def test_an_animated_image_is_detected_on_every_frame():
 
 def test_the_padding_reaches_past_the_next_look():
     """Padding shorter than the interval would leave frames between two looks uncovered."""
-    assert TRACK_PAD_S > DETECT_INTERVAL_S
+    assert TRACK_PAD_S > TRACKING.look_interval_s
 
 
 def test_a_moving_face_is_one_track_and_two_guests_are_two():
     sightings = []
     for step in range(8):
-        time = step * DETECT_INTERVAL_S
+        time = step * TRACKING.look_interval_s
         sightings += [(time, box(0.05 + step * 0.06)), (time, box(0.8, y=0.1))]
     tracks = link(sightings)
     mover, still = set(tracks[0::2]), set(tracks[1::2])
@@ -88,7 +92,7 @@ def test_a_group_walking_a_face_s_width_a_look_is_linked_by_likeness_not_nearnes
 def test_a_face_missed_once_keeps_its_track_and_one_gone_long_starts_a_new_one():
     missed_once = [(0.0, box(0.3)), (0.2, box(0.31)), (0.6, box(0.33))]
     assert len(set(link(missed_once))) == 1
-    gone = [(0.0, box(0.3)), (0.2, box(0.31)), (0.2 + MAX_GAP_S + 0.2, box(0.31))]
+    gone = [(0.0, box(0.3)), (0.2, box(0.31)), (0.2 + TRACKING.max_gap_s + 0.2, box(0.31))]
     assert len(set(link(gone))) == 2
 
 
@@ -224,7 +228,11 @@ def test_one_edge_cut_face_does_not_make_a_whole_track_unsure_but_an_all_cut_tra
 
 def test_a_cut_is_looked_at_on_both_sides_and_no_track_goes_on_across_it():
     cut = FPS30[10]
-    looks = [t for t, _, look in scheduled(((t, None, t == cut) for t in FPS30[:30]), False) if look]
+    looks = [
+        t
+        for t, _, look in scheduled(((t, None, t == cut) for t in FPS30[:30]), False, TRACKING.look_interval_s)
+        if look
+    ]
     assert FPS30[9] in looks, "the old scene's last frame"
     assert cut in looks, "the new scene's first frame"
     same_place = [(FPS30[6], box(0.3)), (FPS30[12], box(0.3))]
