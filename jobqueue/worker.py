@@ -28,10 +28,10 @@ from jobqueue.attempt import Try
 from jobqueue.health import WorkerState
 from jobqueue.heartbeat import Heartbeat
 from jobqueue.lease import DatabaseLost
+from jobqueue.logfmt import redact
 from jobqueue.outage import Dependency, OutageWait
 from jobqueue.outcome import Action, Outcome
 from jobqueue.preemption import PRIVACY_VT_S, Preempted, Preemption
-from jobqueue.redaction import redact
 from jobqueue.session import APPLICATION_NAME, ReaderSession, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
