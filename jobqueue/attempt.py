@@ -4,7 +4,7 @@ A Try holds what the loop knows of the message it read: the message, its payload
 it asks for (or why it asks for none), the fields every log line of the try carries, when the
 try began and the error it ended with. It builds the context its handler runs with
 (jobqueue/context.py), whose checkpoint is the reader's lease (jobqueue/lease.py) and the reader's preemption
-(jobqueue/preemption.py), and whose resources are what the worker's startup work built.
+(jobqueue/privacy_lane.py), and whose resources are what the worker's startup work built.
 """
 
 import time
@@ -14,7 +14,7 @@ from jobqueue import messages, queries, registry
 from jobqueue.context import JobContext
 from jobqueue.errors import PermanentJobError
 from jobqueue.lease import Lease
-from jobqueue.preemption import Preemption
+from jobqueue.privacy_lane import Preemption
 
 
 class Try:

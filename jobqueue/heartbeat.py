@@ -1,7 +1,7 @@
 """The heartbeat: the message in flight stays hidden while its job runs, however long.
 
 A message is read hidden for the visibility timeout (vt; a privacy job for a shorter one,
-preemption.PRIVACY_VT_S). A side thread, on a
+jobqueue/privacy_lane.py). A side thread, on a
 connection of its own, sends `pgmq.set_vt(msg, vt)` every vt / 3 while the main
 thread runs the job (inference holds no database round trip), so a job may run far
 longer than vt and no other reader takes its message; a reader that dies stops
@@ -13,8 +13,8 @@ The same connection names what the reader works on in its application_name
 `queue_status` shows beside each reader slot, once a job has run NAME_AFTER_S: a
 short job costs no round trip here.
 
-And while an ordinary try runs, the same thread watches for privacy work that waits on it, every
-WATCH_EVERY_S, and asks the try to stop for it (jobqueue/preemption.py).
+And while an ordinary try runs, the same thread watches for privacy work that waits on it, and asks the try to
+stop for it (`Preemption.watch`, jobqueue/privacy_lane.py).
 """
 
 import logging
@@ -24,8 +24,8 @@ from contextlib import contextmanager
 
 from django.db import DatabaseError, connections
 
-from jobqueue import queries, registry
-from jobqueue.preemption import PREEMPT_GRACE_S, WATCH_EVERY_S, Preemption
+from jobqueue import queries
+from jobqueue.privacy_lane import Preemption
 
 log = logging.getLogger("jobqueue.worker")
 
@@ -34,12 +34,11 @@ NAME_AFTER_S = 0.5
 
 
 class Heartbeat:
-    def __init__(self, vt_s: int, preemption: Preemption | None = None, *, slots: int = 1):
+    def __init__(self, vt_s: int, preemption: Preemption):
         # The message's visibility timeout, unless the job was read with another (`beating`).
         self.vt_s = vt_s
-        self.preemption = preemption or Preemption()
-        # One reader slot: nobody else will read privacy work, so it preempts at once.
-        self._grace_s = 0.0 if slots == 1 else PREEMPT_GRACE_S
+        # What the watch asks the try in flight to stop with.
+        self.preemption = preemption
         self._changed = threading.Condition()
         # The job in flight, (msg_id, label, vt_s), or None between jobs; whether privacy work may stop it.
         self._job: tuple[int, str, int] | None = None
@@ -98,7 +97,7 @@ class Heartbeat:
                     # loop's own round trips are all a short job costs.
                     name_due = now + NAME_AFTER_S if current else (now if named else None)
                     beat_due = now + _every(current) if current else None
-                    watch_due = now + WATCH_EVERY_S if current and self._preemptible else None
+                    watch_due = now + self.preemption.watch_every_s if current and self._preemptible else None
                 if self._closed:
                     break
                 due = min((at for at in (name_due, beat_due, watch_due) if at is not None), default=None)
@@ -118,7 +117,7 @@ class Heartbeat:
                     beat_due = now + _every(current)
                 if watch_due is not None and now >= watch_due:
                     # Once the try is asked to stop, nothing more to watch for.
-                    watch_due = None if self._watch(current, reader_pid) else now + WATCH_EVERY_S
+                    watch_due = None if self._watch(current, reader_pid) else now + self.preemption.watch_every_s
         self._close_connection()
 
     def _still(self, job: tuple[int, str, int] | None) -> bool:
@@ -133,9 +132,7 @@ class Heartbeat:
     def _watch(self, job: tuple[int, str, int], reader_pid: int | None) -> bool:
         """Ask the try to stop when privacy work waits on it; whether it was asked."""
         with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
-            reason = queries.privacy_waiting(cursor, registry.privacy_jobs(), self._grace_s, reader_pid)
-            if reason:
-                self.preemption.request(reason)
+            if self.preemption.watch(cursor, reader_pid):
                 # What queue_status shows of this reader until its try stops.
                 queries.set_application_name(cursor, f"{_label(job, reader_pid)} stopping_for=privacy")
                 return True

@@ -3,7 +3,7 @@
 A try that fails because something it depends on cannot be reached (object storage down, answering with a
 server error, timing out) says nothing about the job: its message goes back uncounted, as a preempted try's
 does, and the reader waits the outage out. While it waits it probes the dependency with a doubling backoff
-and reads privacy work only (a hide needs the database alone, jobqueue/preemption.py); when the probe
+and reads privacy work only (a hide needs the database alone, jobqueue/privacy_lane.py); when the probe
 answers it reads on, and the try runs again reusing the detection it had done. Each outage is one log line
 when it begins, one when it ends and one Sentry event, however many messages meet it. /health and
 queue_status say what the reader waits for and since when.

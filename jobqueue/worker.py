@@ -1,10 +1,9 @@
 """The consumer loop behind `run_worker` (docs/ARCHITECTURE.md §4).
 
 One reader at a time (jobqueue/session.py; whether its session is still its own is its
-lease, jobqueue/lease.py), one message at a time, oldest first, privacy work before the
-rest (registry.privacy_jobs), then the renders it sent first (at most RENDERS_IN_A_ROW
-before one ordinary message), then the oldest of the rest. Privacy work that waits on an
-ordinary try stops it at its next checkpoint (jobqueue/preemption.py): its message goes
+lease, jobqueue/lease.py), one message at a time, in the privacy lane's read order: privacy
+work, then the renders it sent first, then the oldest of the rest. Privacy work that waits on an
+ordinary try stops it at its next checkpoint (jobqueue/privacy_lane.py): its message goes
 back uncounted, and so does a try that met an outage of something the job depends on (jobqueue/outage.py):
 the reader then reads privacy work only until the outage ends. A try is a read (jobqueue/attempt.py): pgmq's
 read_ct counts it, and the read commits before the handler runs, so a crash counts too.
@@ -31,15 +30,12 @@ from jobqueue.lease import DatabaseLost
 from jobqueue.logfmt import redact
 from jobqueue.outage import Dependency, OutageWait
 from jobqueue.outcome import Action, Outcome
-from jobqueue.preemption import PRIVACY_VT_S, Preempted, Preemption
+from jobqueue.privacy_lane import PRIVACY_LANE, Preempted, Preemption, PrivacyLaneConfig, ReadOrder
 from jobqueue.session import APPLICATION_NAME, ReaderSession, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
 
 METRICS_REFRESH_S = 5.0
-# The renders a hide sends first (marked "first") are read before ordinary messages, but at most this many in
-# a row: then one ordinary message, so that a big event's re-renders take at most 4 reads in 5 while uploads wait.
-RENDERS_IN_A_ROW = 4
 # The reader session's application_name while it waits out an outage: then "storage since=...".
 WAITING_PREFIX = f"{APPLICATION_NAME} waiting_for="
 
@@ -55,6 +51,8 @@ class WorkerConfig:
     db_recovery_s: float
     # How many readers may read the queue at once, one slot each (1: the one reader of §4).
     reader_slots: int = 1
+    # The privacy lane's read order, watch and stop (jobqueue/privacy_lane.py).
+    privacy: PrivacyLaneConfig = PRIVACY_LANE
 
     @classmethod
     def from_settings(cls) -> "WorkerConfig":
@@ -88,10 +86,9 @@ class Worker:
         self._stop = threading.Event()
         self._metrics_at = 0.0
         self.session = ReaderSession(self.state, self._stop, config.lock_retry_s, config.reader_slots)
-        self.preemption = Preemption()
-        self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption, slots=config.reader_slots)
-        self._renders_in_a_row = 0
-        self._privacy_vt_s = min(config.visibility_timeout_s, PRIVACY_VT_S)
+        self.read_order = ReadOrder(config.privacy, config.visibility_timeout_s)
+        self.preemption = Preemption(config.privacy, slots=config.reader_slots)
+        self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption)
         # The message whose try (or its outcome) a lost session cut short, until the next read gives it back.
         self._cut_short: Try | None = None
         self._resources: Mapping[str, object] = MappingProxyType({})
@@ -151,7 +148,7 @@ class Worker:
             raise DatabaseLost("the connection holding the reader lock is gone")
         with self.session.lease.guard():
             self._give_back_cut_short()
-            message = self._read()
+            message = self.read_order.read(self.session.cursor, self.outage.over)
             self._refresh_metrics()
         if message is None:
             return False
@@ -163,21 +160,6 @@ class Worker:
             self._cut_short = attempt
             raise
         return True
-
-    def _read(self) -> queries.Message | None:
-        """Privacy work, oldest first; then the renders it sent first, at most RENDERS_IN_A_ROW in a row; then the
-        oldest message."""
-        vt, cursor = self.config.visibility_timeout_s, self.session.cursor
-        message = queries.read_first(cursor, self._privacy_vt_s, registry.privacy_jobs())
-        if message is not None or not self.outage.over():
-            return message  # during an outage, privacy work only
-        if self._renders_in_a_row < RENDERS_IN_A_ROW:
-            message = queries.read_first(cursor, vt, [registry.PRIVACY_RENDER_MARK])
-            self._renders_in_a_row += message is not None
-        if message is None:
-            message = queries.read(cursor, vt)
-            self._renders_in_a_row = 0
-        return message
 
     def _recover(self, lost: DatabaseLost) -> None:
         log.warning("db_lost", extra={"error": str(lost), **lost.in_flight})
@@ -228,7 +210,7 @@ class Worker:
         the heartbeat also watches for privacy work that waits on an ordinary try), and /health saying what runs."""
         self.state.update(working_on=f"msg={attempt.msg_id} job={attempt.job.name}")
         pid = self.session.lease.backend_pid
-        vt_s = self._privacy_vt_s if privacy else None
+        vt_s = self.read_order.privacy_vt_s if privacy else None
         try:
             with self.heartbeat.beating(attempt.msg_id, attempt.job.name, pid, preemptible=not privacy, vt_s=vt_s):
                 yield
