@@ -5,10 +5,12 @@ What privacy work is. A change that tightens privacy (a Do Not Publish toggle, a
 a privacy job: a job registered `first=True` (reprocess_event, reference_process) that hides what the change
 exposes in its own transaction (`privacy_jobs`). The renders it sends carry PRIVACY_RENDER_MARK.
 
-1. The read order (`ReadOrder`). Privacy jobs first, oldest first, read hidden for `vt_s` only; during an outage
-   nothing else (a hide needs the database alone, jobqueue/outage.py); then the renders they sent, at most
-   `renders_in_a_row` before one ordinary message; then the oldest message. A privacy job's transaction names
-   itself (queries.mark_privacy_try, in the loop), so that a reader it waits on can tell.
+1. The read order (`ReadOrder`). Privacy jobs first, oldest first, read hidden for `vt_s` only (read twice, after
+   its reader died, a privacy job waits for its first run's locks, the event's fan-out lock or the reference's
+   row, and then finds nothing left to do); during an outage nothing else (a hide needs the database alone,
+   jobqueue/outage.py); then the renders they sent, at most `renders_in_a_row` before one ordinary message; then
+   the oldest message. A privacy job's transaction names itself (queries.mark_privacy_try, in the loop), so that
+   a reader it waits on can tell.
 
 2. The watch (`Preemption.watch`). A reader in the middle of a long try (a minute of 4K video, a 48 MP photo)
    reads nothing until that try ends. So while an ordinary try runs, the reader's heartbeat thread
@@ -46,10 +48,8 @@ class PrivacyLaneConfig:
     # How often the heartbeat thread looks for privacy work while an ordinary try runs: a few cheap queries a
     # second, the try stopped within a quarter second.
     watch_every_s: float = 0.25
-    # A privacy job is read hidden this long at most, its heartbeat keeping it hidden while it runs: with several
-    # readers, one killed in the middle of a hide leaves its message to another within seconds, not after the
-    # visibility timeout (a minute by default). Read twice, a privacy job waits for its first run's locks (the
-    # event's fan-out lock, the reference's row) and then finds nothing left to do.
+    # A privacy job is read hidden this long at most, its heartbeat keeping it hidden while it runs: a reader killed
+    # in the middle of a hide leaves it to another within seconds, not after the visibility timeout (a minute).
     vt_s: int = 3
 
 
