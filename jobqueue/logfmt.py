@@ -5,7 +5,7 @@ Code logs an event name and its fields in `extra`:
 and LogfmtFormatter (configured in settings.LOGGING) writes
     2026-11-30 12:00:00,000 level=INFO logger=jobqueue.worker event=job_done msg_id=7 outcome=completed
 A message that is not one word (a library's) is written as it is, fields after it.
-parse() reads such a line back into its fields.
+The tests read such a line back into its fields (tests.support.log_helpers.parse).
 
 Before the formatter, the handler's RedactSecrets filter masks the credentials configured for this process (the
 database password, the R2 secret) in the message, its fields and its traceback; Sentry's events get the same
@@ -14,7 +14,6 @@ database password, the R2 secret) in the message, its fields and its traceback; 
 
 import logging
 import os
-import re
 from urllib.parse import quote, quote_plus, urlsplit
 
 from django.conf import settings
@@ -23,11 +22,6 @@ from psycopg.conninfo import conninfo_to_dict
 LINE_FORMAT = "%(asctime)s level=%(levelname)s logger=%(name)s %(message)s"
 # What every LogRecord carries; anything else on a record came in `extra`.
 RECORD_ATTRIBUTES = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
-# logging's default asctime, which LINE_FORMAT starts with.
-ASCTIME = re.compile(r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) ")
-# A key=value pair (the value quoted as quoted() quotes it, or one word), else a loose word of a free message.
-TOKEN = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)|(\S+)')
-ESCAPED = re.compile(r"\\(.)")
 # What a credential becomes in a line.
 MASK = "[redacted]"
 
@@ -63,31 +57,6 @@ class LogfmtFormatter(logging.Formatter):
         elif fields:
             record.message = " ".join([message, *pairs(fields)])
         return super().formatMessage(record)
-
-
-def parse(line: str) -> dict[str, str]:
-    """A line LogfmtFormatter wrote, back into its fields (every value a string): `asctime`, `level`, `logger`,
-    `event` and the rest; the words of a message that is not one word, joined, as `message`."""
-    fields = {}
-    stamp = ASCTIME.match(line)
-    if stamp:
-        fields["asctime"] = stamp[1]
-    words = []
-    for key, value, word in TOKEN.findall(line, stamp.end() if stamp else 0):
-        if word:
-            words.append(word)
-        else:
-            fields[key] = unquoted(value)
-    if words:
-        fields["message"] = " ".join(words)
-    return fields
-
-
-def unquoted(value: str) -> str:
-    """The inverse of quoted()."""
-    if not value.startswith('"'):
-        return value
-    return ESCAPED.sub(lambda escape: "\n" if escape[1] == "n" else escape[1], value[1:-1])
 
 
 # -- no credential in a line ------------------------------------------------

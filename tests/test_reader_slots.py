@@ -16,9 +16,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from faces.models import Event
-from jobqueue.logfmt import parse
 from jobqueue.privacy_lane import PRIVACY_LANE
 from tests.support import factories
+from tests.support.log_helpers import parse
 from tests.support.queue_helpers import (
     done_by,
     job,
