@@ -12,7 +12,7 @@ from faces.matching import PhotoMatch
 from faces.models import Face, UnknownCluster
 from jobqueue.api import hold_until_commit
 
-# The advisory lock namespace of an event's clusters ("MLCL"; jobqueue.locks).
+# The advisory lock namespace of an event's clusters ("MLCL"; jobqueue.context.hold_until_commit).
 CLUSTER_LOCK = 0x4D4C434C
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from django.db import connection
 
 from jobqueue import queries
-from jobqueue.locks import hold_until_commit
+from jobqueue.context import hold_until_commit
 from jobqueue.privacy_lane import PRIVACY_RENDER_MARK
 
 
