@@ -28,7 +28,7 @@ APPLICATION_NAME = "momentlens-worker"
 
 @dataclass(frozen=True)
 class ReaderSessionConfig:
-    # The first wait after the database could not be reached: a restarting server answers within a second or so.
+    # The first wait after the database could not be reached: short, a blip is over by the next try.
     reconnect_first_s: float = 0.5
     # Doubled after each failure up to this: the reader is back within seconds of the database's return.
     reconnect_max_s: float = 5.0
