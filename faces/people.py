@@ -220,7 +220,7 @@ def match_of(photo, size: tuple[int, int] | None, faces: list[Face] | None = Non
     return PhotoMatch.for_faces(faces, photo.event_id, faces[0].engine, size)
 
 
-# The advisory lock namespace of an event's clusters ("MLCL"; jobqueue.locks).
+# The advisory lock namespace of an event's clusters ("MLCL"; jobqueue.context.hold_until_commit).
 CLUSTER_LOCK = 0x4D4C434C
 
 

@@ -10,10 +10,9 @@ from django.db import connection
 
 from jobqueue import queries
 from jobqueue.checks import DATABASE_SQL_FIX, WORKER, WORKER_START, failed, skip_without_database
-from jobqueue.context import JobContext
+from jobqueue.context import JobContext, hold_until_commit
 from jobqueue.enqueue import enqueue, enqueue_unless_waiting, lock_fan_out
 from jobqueue.errors import MissingObject, PermanentJobError, RowGone
-from jobqueue.locks import hold_until_commit
 from jobqueue.messages import is_uuid
 from jobqueue.outage import register_dependency
 from jobqueue.registry import (

@@ -4,7 +4,7 @@ A Try holds what the loop knows of the message it read: the message, its payload
 it asks for (or why it asks for none), the fields every log line of the try carries, when the
 try began and the error it ended with. It builds the context its handler runs with
 (jobqueue/context.py), whose checkpoint is the reader's lease (jobqueue/lease.py) and the reader's preemption
-(jobqueue/preemption.py), and whose resources are what the worker's startup work built.
+(jobqueue/privacy_lane.py), and whose resources are what the worker's startup work built.
 """
 
 import time
@@ -14,14 +14,21 @@ from jobqueue import messages, queries, registry
 from jobqueue.context import JobContext
 from jobqueue.errors import PermanentJobError
 from jobqueue.lease import Lease
-from jobqueue.preemption import Preemption
+from jobqueue.privacy_lane import Preemption
 
 
 class Try:
-    def __init__(self, message: queries.Message, lease: Lease, preemption: Preemption, resources: Mapping[str, object]):
+    def __init__(
+        self,
+        message: queries.Message,
+        lease: Lease,
+        preemption: Preemption,
+        resources: Mapping[str, object],
+        limits: messages.MessageLimits,
+    ):
         self.message = message
         self.started = time.monotonic()
-        self.payload, self.job, self.problem = _parse(message.body)
+        self.payload, self.job, self.problem = _parse(message.body, limits)
         self.fields = {"msg_id": message.msg_id, "try": message.read_ct, **registry.ids_of(self.payload)}
         # What ended a try whose handler raised (reported to Sentry when it was the last try).
         self.error: Exception | None = None
@@ -61,10 +68,10 @@ class Try:
         return round((time.monotonic() - self.started) * 1000)
 
 
-def _parse(body) -> tuple[dict | None, messages.Job | None, PermanentJobError | None]:
+def _parse(body, limits: messages.MessageLimits) -> tuple[dict | None, messages.Job | None, PermanentJobError | None]:
     """The decoded payload (if JSON), the job it asks for (if valid), and else why not."""
     try:
-        payload = messages.decode(body)
+        payload = messages.decode(body, limits)
     except PermanentJobError as problem:
         return None, None, problem
     try:

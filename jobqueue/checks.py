@@ -21,6 +21,7 @@ from django.core.checks import Warning as CheckWarning
 from django.db import connection, connections
 
 from jobqueue import queries
+from jobqueue.heartbeat import HEARTBEAT
 
 # Every check of the worker's preflight.
 WORKER = "worker"
@@ -220,9 +221,10 @@ def reader_settings(app_configs=None, **kwargs) -> list[CheckMessage]:
             f"WORKER_VISIBILITY_TIMEOUT_S is {vt}: a message would be visible again as soon as it is read",
             hint="at least 1 second (defaults: 600 with one reader slot, 60 with more)",
         )
+    every = vt / HEARTBEAT.beats_per_vt
     return [
         Info(
-            f"{slots} reader slot(s); a read hides a message {vt} s, renewed every {vt / 3:g} s while its job runs",
+            f"{slots} reader slot(s); a read hides a message {vt} s, renewed every {every:g} s while its job runs",
             obj="reader_settings",
             id="jobqueue.I004",
         )

@@ -10,8 +10,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from jobqueue.logfmt import LogfmtFormatter
-from jobqueue.redaction import environment_secrets, redact
+from jobqueue.logfmt import LogfmtFormatter, environment_secrets, redact
 
 
 def main(argv: list[str], run: Callable[[list[str]], None] | None = None) -> None:

@@ -5,8 +5,9 @@ from collections.abc import Iterable
 
 from django.db import connection
 
-from jobqueue import queries, registry
-from jobqueue.locks import hold_until_commit
+from jobqueue import queries
+from jobqueue.context import hold_until_commit
+from jobqueue.privacy_lane import PRIVACY_RENDER_MARK
 
 
 def enqueue(payload: dict) -> int:
@@ -16,7 +17,7 @@ def enqueue(payload: dict) -> int:
 
 def enqueue_unless_waiting(job: str, id_field: str, ids: Iterable, *, first: bool = False) -> int:
     """Send {"job": job, id_field: id} for each id (in order, once) unless one is already waiting; with
-    `first`, marked to be read before ordinary messages (registry.PRIVACY_RENDER_MARK).
+    `first`, marked to be read before ordinary messages (jobqueue.privacy_lane.PRIVACY_RENDER_MARK).
 
     A marked send is not kept back by an unmarked message waiting (it would be read too late); an
     unmarked one is by either.
@@ -33,7 +34,7 @@ def enqueue_unless_waiting(job: str, id_field: str, ids: Iterable, *, first: boo
     if not unique:
         return 0
     with connection.cursor() as cursor:
-        return queries.send_unless_waiting(cursor, job, id_field, unique, registry.PRIVACY_RENDER_MARK if first else {})
+        return queries.send_unless_waiting(cursor, job, id_field, unique, PRIVACY_RENDER_MARK if first else {})
 
 
 def lock_fan_out(job: str, scope) -> None:

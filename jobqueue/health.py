@@ -22,7 +22,7 @@ class WorkerState:
     queue_length: int | None = None
     last_job_at: float | None = None
     jobs_done: int = 0
-    # Tries stopped for privacy work (jobqueue/preemption.py), and when the last one was.
+    # Tries stopped for privacy work (jobqueue/privacy_lane.py), and when the last one was.
     preemptions: int = 0
     last_preemption_at: float | None = None
     # The dependency whose outage the reader waits out (jobqueue/outage.py), and since when.

@@ -1,8 +1,8 @@
 """The heartbeat: the message in flight stays hidden while its job runs, however long.
 
 A message is read hidden for the visibility timeout (vt; a privacy job for a shorter one,
-preemption.PRIVACY_VT_S). A side thread, on a
-connection of its own, sends `pgmq.set_vt(msg, vt)` every vt / 3 while the main
+jobqueue/privacy_lane.py). A side thread, on a
+connection of its own, sends `pgmq.set_vt(msg, vt)` every vt / beats_per_vt (3) while the main
 thread runs the job (inference holds no database round trip), so a job may run far
 longer than vt and no other reader takes its message; a reader that dies stops
 beating, and its message is visible again at most vt later. That is what keeps vt
@@ -10,36 +10,49 @@ short with several readers (docs/ARCHITECTURE.md §4, "More than one reader").
 
 The same connection names what the reader works on in its application_name
 (`momentlens-worker heartbeat reader=<lock pid> msg=<id> job=<name>`), which
-`queue_status` shows beside each reader slot, once a job has run NAME_AFTER_S: a
+`queue_status` shows beside each reader slot, once a job has run `name_after_s`: a
 short job costs no round trip here.
 
-And while an ordinary try runs, the same thread watches for privacy work that waits on it, every
-WATCH_EVERY_S, and asks the try to stop for it (jobqueue/preemption.py).
+And while an ordinary try runs, the same thread watches for privacy work that waits on it, and asks the try to
+stop for it (`Preemption.watch`, jobqueue/privacy_lane.py).
 """
 
 import logging
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from django.db import DatabaseError, connections
 
-from jobqueue import queries, registry
-from jobqueue.preemption import PREEMPT_GRACE_S, WATCH_EVERY_S, Preemption
+from jobqueue import queries
+from jobqueue.privacy_lane import Preemption
 
 log = logging.getLogger("jobqueue.worker")
 
-# A job running this long gets its name on the heartbeat connection (what queue_status shows).
-NAME_AFTER_S = 0.5
+
+@dataclass(frozen=True)
+class HeartbeatConfig:
+    # A job running this long gets its name on the heartbeat connection (what queue_status shows): a short job
+    # costs no round trip from here.
+    name_after_s: float = 0.5
+    # Beats per visibility timeout: a beat that fails (a blip on the heartbeat's connection) leaves the next one
+    # time to land before the message shows again.
+    beats_per_vt: int = 3
+    # Never a beat more often than this: a visibility timeout near 0 must not spin the thread.
+    shortest_beat_s: float = 0.05
+
+
+HEARTBEAT = HeartbeatConfig()
 
 
 class Heartbeat:
-    def __init__(self, vt_s: int, preemption: Preemption | None = None, *, slots: int = 1):
+    def __init__(self, vt_s: int, preemption: Preemption, config: HeartbeatConfig = HEARTBEAT):
         # The message's visibility timeout, unless the job was read with another (`beating`).
         self.vt_s = vt_s
-        self.preemption = preemption or Preemption()
-        # One reader slot: nobody else will read privacy work, so it preempts at once.
-        self._grace_s = 0.0 if slots == 1 else PREEMPT_GRACE_S
+        self._config = config
+        # What the watch asks the try in flight to stop with.
+        self.preemption = preemption
         self._changed = threading.Condition()
         # The job in flight, (msg_id, label, vt_s), or None between jobs; whether privacy work may stop it.
         self._job: tuple[int, str, int] | None = None
@@ -94,11 +107,11 @@ class Heartbeat:
             with self._changed:
                 if self._job != current:
                     current, now = self._job, time.monotonic()
-                    # Jobs of less than NAME_AFTER_S never touch the database from here: the
+                    # Jobs of less than name_after_s never touch the database from here: the
                     # loop's own round trips are all a short job costs.
-                    name_due = now + NAME_AFTER_S if current else (now if named else None)
-                    beat_due = now + _every(current) if current else None
-                    watch_due = now + WATCH_EVERY_S if current and self._preemptible else None
+                    name_due = now + self._config.name_after_s if current else (now if named else None)
+                    beat_due = now + self._every(current) if current else None
+                    watch_due = now + self.preemption.watch_every_s if current and self._preemptible else None
                 if self._closed:
                     break
                 due = min((at for at in (name_due, beat_due, watch_due) if at is not None), default=None)
@@ -115,16 +128,20 @@ class Heartbeat:
                     named, name_due = current, None
                 if beat_due is not None and now >= beat_due:
                     self._beat(current, reader_pid)
-                    beat_due = now + _every(current)
+                    beat_due = now + self._every(current)
                 if watch_due is not None and now >= watch_due:
                     # Once the try is asked to stop, nothing more to watch for.
-                    watch_due = None if self._watch(current, reader_pid) else now + WATCH_EVERY_S
+                    watch_due = None if self._watch(current, reader_pid) else now + self.preemption.watch_every_s
         self._close_connection()
 
     def _still(self, job: tuple[int, str, int] | None) -> bool:
         """No other job began (or this one ended) since `job` was read."""
         with self._changed:
             return self._job == job
+
+    def _every(self, job: tuple[int, str, int]) -> float:
+        """How often a beat keeps the job's message hidden: `beats_per_vt` beats to its visibility timeout."""
+        return max(job[2] / self._config.beats_per_vt, self._config.shortest_beat_s)
 
     def _beat(self, job: tuple[int, str, int], reader_pid: int | None) -> None:
         with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
@@ -133,9 +150,7 @@ class Heartbeat:
     def _watch(self, job: tuple[int, str, int], reader_pid: int | None) -> bool:
         """Ask the try to stop when privacy work waits on it; whether it was asked."""
         with self._guard("heartbeat_failed"), self._cursor(job, reader_pid) as cursor:
-            reason = queries.privacy_waiting(cursor, registry.privacy_jobs(), self._grace_s, reader_pid)
-            if reason:
-                self.preemption.request(reason)
+            if self.preemption.watch(cursor, reader_pid):
                 # What queue_status shows of this reader until its try stops.
                 queries.set_application_name(cursor, f"{_label(job, reader_pid)} stopping_for=privacy")
                 return True
@@ -171,11 +186,6 @@ class Heartbeat:
             except DatabaseError:
                 pass
             self._connection = None
-
-
-def _every(job: tuple[int, str, int]) -> float:
-    """How often a beat keeps the job's message hidden: three beats to a visibility timeout."""
-    return max(job[2] / 3, 0.05)
 
 
 def _label(job: tuple[int, str, int] | None, reader_pid: int | None) -> str:

@@ -24,9 +24,6 @@ from contextlib import contextmanager
 import psycopg
 from django.db import DatabaseError, connection
 
-# A few messages can wait on a live socket (a NOTICE): more reads than that means it is not closed.
-MOST_READS = 3
-
 
 class DatabaseLost(Exception):
     """The loop's connection is gone (killed backend, server restart)."""
@@ -38,9 +35,11 @@ class DatabaseLost(Exception):
 
 
 class Lease:
-    def __init__(self):
+    def __init__(self, most_reads: int):
         # The backend that holds the reader lock; any other backend holds nothing.
         self.backend_pid: int | None = None
+        # How many reads of a readable socket `hung_up` makes before it calls the socket open.
+        self._most_reads = most_reads
 
     def hold(self, backend_pid: int) -> None:
         self.backend_pid = backend_pid
@@ -67,14 +66,13 @@ class Lease:
                 raise DatabaseLost(str(error).strip()) from error
             raise
 
-    @staticmethod
-    def hung_up() -> bool:
+    def hung_up(self) -> bool:
         """Whether the server has closed this thread's connection (only a closed one reads to its end)."""
         if connection.connection is None:
             return False  # not connected yet: the next query connects
         pgconn = connection.connection.pgconn
         try:
-            for _ in range(MOST_READS):
+            for _ in range(self._most_reads):
                 if not select.select([pgconn.socket], [], [], 0)[0]:
                     return False
                 pgconn.consume_input()

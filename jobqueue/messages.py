@@ -7,8 +7,14 @@ from dataclasses import dataclass
 from jobqueue import registry
 from jobqueue.errors import BadMessage, UnknownJob
 
-# A message is a small JSON object; anything far larger is not one of ours.
-MAX_MESSAGE_CHARS = 16_384
+
+@dataclass(frozen=True)
+class MessageLimits:
+    # A message is a small JSON object ({"job": ..., "photo_id": ...}); anything far larger is not one of ours.
+    max_chars: int = 16_384
+
+
+MESSAGE_LIMITS = MessageLimits()
 
 
 @dataclass(frozen=True)
@@ -21,12 +27,12 @@ class Job:
         return self.type.name
 
 
-def decode(body: str | None) -> dict:
+def decode(body: str | None, limits: MessageLimits = MESSAGE_LIMITS) -> dict:
     """The message's JSON object, or BadMessage."""
     if not isinstance(body, str):
         raise BadMessage("the message is empty (SQL NULL)")
-    if len(body) > MAX_MESSAGE_CHARS:
-        raise BadMessage(f"message is {len(body)} characters, limit {MAX_MESSAGE_CHARS}")
+    if len(body) > limits.max_chars:
+        raise BadMessage(f"message is {len(body)} characters, limit {limits.max_chars}")
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError) as error:  # RecursionError: nesting deeper than the parser allows

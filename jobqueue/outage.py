@@ -3,7 +3,7 @@
 A try that fails because something it depends on cannot be reached (object storage down, answering with a
 server error, timing out) says nothing about the job: its message goes back uncounted, as a preempted try's
 does, and the reader waits the outage out. While it waits it probes the dependency with a doubling backoff
-and reads privacy work only (a hide needs the database alone, jobqueue/preemption.py); when the probe
+and reads privacy work only (a hide needs the database alone, jobqueue/privacy_lane.py); when the probe
 answers it reads on, and the try runs again reusing the detection it had done. Each outage is one log line
 when it begins, one when it ends and one Sentry event, however many messages meet it. /health and
 queue_status say what the reader waits for and since when.
@@ -23,10 +23,17 @@ from jobqueue.health import WorkerState
 
 log = logging.getLogger("jobqueue.worker")
 
-# The first probe's delay, doubled after each failed probe up to PROBE_MAX_S: the reader reads on within seconds
-# of storage's return (one small write every few seconds, during an outage only, costs nothing).
-PROBE_FIRST_S = 1.0
-PROBE_MAX_S = 5.0
+
+@dataclass(frozen=True)
+class OutageProbe:
+    # The first probe's delay: the reader reads on within seconds of storage's return.
+    first_s: float = 1.0
+    # Doubled after each failed probe up to this: one small write every few seconds, during an outage only, costs
+    # nothing.
+    max_s: float = 5.0
+
+
+OUTAGE_PROBE = OutageProbe()
 
 
 @dataclass(frozen=True)
@@ -58,12 +65,15 @@ def dependency_down(error: BaseException) -> Dependency | None:
 class OutageWait:
     """The outage the reader waits out, if any: when it began, and when to probe next."""
 
-    def __init__(self, state: WorkerState, on_change: Callable[[str | None], None]):
+    def __init__(
+        self, state: WorkerState, on_change: Callable[[str | None], None], probing: OutageProbe = OUTAGE_PROBE
+    ):
         self._state = state
         self._on_change = on_change  # told "storage since ..." when a wait begins, None when it ends
+        self._probing = probing
         self.dependency: Dependency | None = None
         self._since = 0.0
-        self._delay = PROBE_FIRST_S
+        self._delay = probing.first_s
         self._next_probe = 0.0
 
     @property
@@ -80,7 +90,8 @@ class OutageWait:
         if self.dependency is not None:
             return
         self.dependency, self._since = dependency, time.time()
-        self._delay, self._next_probe = PROBE_FIRST_S, time.monotonic() + PROBE_FIRST_S
+        first_s = self._probing.first_s
+        self._delay, self._next_probe = first_s, time.monotonic() + first_s
         summary = f"{type(error).__name__}: {error}"
         self._state.update(waiting_for=dependency.name, waiting_since=self._since)
         self._on_change(f"{dependency.name} since={time.strftime('%Y-%m-%dT%H:%MZ', time.gmtime(self._since))}")
@@ -96,7 +107,7 @@ class OutageWait:
         try:
             self.dependency.probe()
         except Exception as error:
-            self._delay = min(self._delay * 2, PROBE_MAX_S)
+            self._delay = min(self._delay * 2, self._probing.max_s)
             self._next_probe = time.monotonic() + self._delay
             log.info(
                 "outage_probe",

@@ -13,8 +13,18 @@ from enum import StrEnum
 from jobqueue.errors import PermanentJobError, RowGone
 from jobqueue.outage import Dependency, dependency_down
 
-MAX_TRIES = 3
-MAX_BACKOFF_S = 60.0
+
+@dataclass(frozen=True)
+class Retries:
+    # Three tries (§4): a passing fault has two more chances, a failing job is archived and reported soon after;
+    # a message read more often than this crashed the worker.
+    max_tries: int = 3
+    # The reader waits out a failed try's backoff before it reads on (doubling from WORKER_RETRY_BACKOFF_S): at
+    # most a minute of the queue's time per failure.
+    max_backoff_s: float = 60.0
+
+
+RETRIES = Retries()
 
 
 class Action(StrEnum):
@@ -41,9 +51,9 @@ class Outcome:
 RUN = Outcome(Action.RUN)
 
 
-def before_running(read_ct: int, problem: PermanentJobError | None) -> Outcome:
+def before_running(read_ct: int, problem: PermanentJobError | None, retries: Retries = RETRIES) -> Outcome:
     """`problem`: why the message is not a runnable job (not JSON, unknown job, bad id), if it is not."""
-    if read_ct > MAX_TRIES:
+    if read_ct > retries.max_tries:
         # Read more often than it could have failed: it crashed the worker. Decided before
         # anything else about the message, so nothing in it can crash the worker again.
         return Outcome(Action.ARCHIVE, "crashed_worker", f"read {read_ct} times", final=True)
@@ -52,7 +62,7 @@ def before_running(read_ct: int, problem: PermanentJobError | None) -> Outcome:
     return RUN
 
 
-def after_error(error: Exception, read_ct: int, retry_backoff_s: float) -> Outcome:
+def after_error(error: Exception, read_ct: int, retry_backoff_s: float, retries: Retries = RETRIES) -> Outcome:
     """The try numbered `read_ct` raised `error` (and was rolled back). An outage of something the job depends on
     is not its failure, whatever its try."""
     if isinstance(error, RowGone):
@@ -62,11 +72,11 @@ def after_error(error: Exception, read_ct: int, retry_backoff_s: float) -> Outco
     summary = f"{type(error).__name__}: {error}"
     if (dependency := dependency_down(error)) is not None:
         return Outcome(Action.WAIT_OUT, "outage", summary, waiting_for=dependency)
-    if read_ct >= MAX_TRIES:
+    if read_ct >= retries.max_tries:
         return Outcome(Action.ARCHIVE, "failed", summary, final=True)
-    return Outcome(Action.RETRY, "failed_try", summary, delay_s=backoff(read_ct, retry_backoff_s))
+    return Outcome(Action.RETRY, "failed_try", summary, delay_s=backoff(read_ct, retry_backoff_s, retries))
 
 
-def backoff(tries: int, retry_backoff_s: float) -> float:
-    """Doubling from `retry_backoff_s` after each failed try, at most a minute."""
-    return min(retry_backoff_s * 2 ** (tries - 1), MAX_BACKOFF_S)
+def backoff(tries: int, retry_backoff_s: float, retries: Retries = RETRIES) -> float:
+    """Doubling from `retry_backoff_s` after each failed try, at most `retries.max_backoff_s`."""
+    return min(retry_backoff_s * 2 ** (tries - 1), retries.max_backoff_s)

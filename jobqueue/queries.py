@@ -72,13 +72,13 @@ READ_FIRST = """
 # transaction (bench/queue_overhead.py measures the difference).
 DELETE = "DELETE FROM pgmq.q_jobs WHERE msg_id = %s"
 ARCHIVE = "SELECT pgmq.archive(%s, %s::bigint)"
-# A preempted try's message (jobqueue/preemption.py) given back: visible now, and its read uncounted (no failed
+# A preempted try's message (jobqueue/privacy_lane.py) given back: visible now, and its read uncounted (no failed
 # try), unless a reader has read it since.
 GIVE_BACK = """
     UPDATE pgmq.q_jobs SET vt = clock_timestamp() + make_interval(secs => %s), read_ct = read_ct - 1
     WHERE msg_id = %s AND read_ct = %s
 """
-# Privacy work that waits on a reader (jobqueue/preemption.py), asked on its heartbeat connection: a privacy
+# Privacy work that waits on a reader (jobqueue/privacy_lane.py), asked on its heartbeat connection: a privacy
 # job (one of the jsonb objects given) visible and unread for at least a grace (seconds), or a privacy job
 # another reader runs (its transaction's application_name) that waits for a lock the reader's backend holds.
 PRIVACY_WAITING = """

@@ -9,8 +9,7 @@ Maintenance an app wants done now and then (the faces app's sweeps of objects a
 failed delete left) registers as a periodic task with its interval: run between
 messages when due, or only while the queue is empty (`idle_only`).
 
-A job registered `first=True` is read before ordinary messages (docs/ARCHITECTURE.md §4), and so is
-any message that says `"first": true` (a fan-out's, `jobqueue.enqueue.enqueue_unless_waiting`).
+A job registered `first=True` is a privacy job, read before ordinary messages (jobqueue/privacy_lane.py).
 
 Work a worker does once per start, in its own process after its start checks and before its
 loop, registers as startup work (the faces app: building the resident engine, so that no job
@@ -96,16 +95,9 @@ def lookup(name: str) -> JobType | None:
     return _jobs.get(name)
 
 
-# The mark of a render that privacy work sends first (jobqueue.enqueue.enqueue_unless_waiting(first=True)): a
-# message containing it is read before ordinary ones, after privacy jobs (jsonb containment,
-# pgmq.q_jobs_message_idx). Not to be confused with a job registered `first=True`, a privacy job itself.
-PRIVACY_RENDER_MARK = {"first": True}
-
-
-def privacy_jobs() -> list[dict]:
-    """The containments of privacy work, read before anything and worth stopping a try for
-    (jobqueue/preemption.py): a first-class job's name."""
-    return [{"job": name} for name, job in sorted(_jobs.items()) if job.first]
+def job_types() -> list[JobType]:
+    """Every registered job, by name (the privacy lane picks its privacy jobs: jobqueue/privacy_lane.py)."""
+    return [job for _, job in sorted(_jobs.items())]
 
 
 def ids_of(payload: dict | None) -> dict:

@@ -5,7 +5,7 @@ from sentry_sdk.integrations.atexit import AtexitIntegration
 from sentry_sdk.integrations.dedupe import DedupeIntegration
 from sentry_sdk.integrations.excepthook import ExcepthookIntegration
 
-from jobqueue.redaction import scrub_event
+from jobqueue.logfmt import scrub_event
 
 
 def init_sentry(dsn: str) -> bool:

@@ -13,6 +13,7 @@ loop's own cursor on that backend.
 import logging
 import threading
 import time
+from dataclasses import dataclass
 
 from django.db import DatabaseError, connection
 
@@ -25,19 +26,40 @@ log = logging.getLogger("jobqueue.worker")
 APPLICATION_NAME = "momentlens-worker"
 
 
+@dataclass(frozen=True)
+class ReaderSessionConfig:
+    # The first wait after the database could not be reached: short, a blip is over by the next try.
+    reconnect_first_s: float = 0.5
+    # Doubled after each failure up to this: the reader is back within seconds of the database's return.
+    reconnect_max_s: float = 5.0
+    # A few messages can wait on a live socket (a NOTICE): more reads than this means it is not closed (lease.py).
+    hang_up_reads: int = 3
+
+
+READER_SESSION = ReaderSessionConfig()
+
+
 class WorkerDied(Exception):
     """The loop cannot go on: the process exits non-zero so that systemd restarts it."""
 
 
 class ReaderSession:
-    def __init__(self, state: WorkerState, stop: threading.Event, lock_retry_s: float, slots: int = 1):
+    def __init__(
+        self,
+        state: WorkerState,
+        stop: threading.Event,
+        lock_retry_s: float,
+        slots: int = 1,
+        config: ReaderSessionConfig = READER_SESSION,
+    ):
         self.state = state
         self._stop = stop
         self._lock_retry_s = lock_retry_s
         self.slots = slots
+        self._config = config
         # The slot this reader holds, once it holds one.
         self.slot: int | None = None
-        self.lease = Lease()
+        self.lease = Lease(config.hang_up_reads)
         # The loop's own cursor on that backend: every statement of the loop (reads, deletes, archives, metrics).
         self.cursor = None
 
@@ -47,7 +69,7 @@ class ReaderSession:
         False when asked to stop first; WorkerDied when the database stays unreachable past deadline.
         """
         announced = probed = False
-        delay = 0.5
+        delay = self._config.reconnect_first_s
         self.state.update(phase="waiting_for_lock")
         while not self._stop.is_set():
             try:
@@ -59,7 +81,7 @@ class ReaderSession:
                     raise WorkerDied(f"database unreachable: {error}") from error
                 log.warning("db_unreachable", extra={"error": str(error).strip(), "retry_s": delay})
                 self._stop.wait(delay)
-                delay = min(delay * 2, 5.0)
+                delay = min(delay * 2, self._config.reconnect_max_s)
                 continue
             if holder is None:
                 return True

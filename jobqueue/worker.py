@@ -1,10 +1,9 @@
 """The consumer loop behind `run_worker` (docs/ARCHITECTURE.md §4).
 
 One reader at a time (jobqueue/session.py; whether its session is still its own is its
-lease, jobqueue/lease.py), one message at a time, oldest first, privacy work before the
-rest (registry.privacy_jobs), then the renders it sent first (at most RENDERS_IN_A_ROW
-before one ordinary message), then the oldest of the rest. Privacy work that waits on an
-ordinary try stops it at its next checkpoint (jobqueue/preemption.py): its message goes
+lease, jobqueue/lease.py), one message at a time, in the privacy lane's read order: privacy
+work, then the renders it sent first, then the oldest of the rest. Privacy work that waits on an
+ordinary try stops it at its next checkpoint (jobqueue/privacy_lane.py): its message goes
 back uncounted, and so does a try that met an outage of something the job depends on (jobqueue/outage.py):
 the reader then reads privacy work only until the outage ends. A try is a read (jobqueue/attempt.py): pgmq's
 read_ct counts it, and the read commits before the handler runs, so a crash counts too.
@@ -26,20 +25,17 @@ from django.db import transaction
 from jobqueue import outcome, queries, registry, reporting
 from jobqueue.attempt import Try
 from jobqueue.health import WorkerState
-from jobqueue.heartbeat import Heartbeat
+from jobqueue.heartbeat import HEARTBEAT, Heartbeat, HeartbeatConfig
 from jobqueue.lease import DatabaseLost
-from jobqueue.outage import Dependency, OutageWait
-from jobqueue.outcome import Action, Outcome
-from jobqueue.preemption import PRIVACY_VT_S, Preempted, Preemption
-from jobqueue.redaction import redact
-from jobqueue.session import APPLICATION_NAME, ReaderSession, WorkerDied
+from jobqueue.logfmt import redact
+from jobqueue.messages import MESSAGE_LIMITS, MessageLimits
+from jobqueue.outage import OUTAGE_PROBE, Dependency, OutageProbe, OutageWait
+from jobqueue.outcome import RETRIES, Action, Outcome, Retries
+from jobqueue.privacy_lane import PRIVACY_LANE, Preempted, Preemption, PrivacyLaneConfig, ReadOrder
+from jobqueue.session import APPLICATION_NAME, READER_SESSION, ReaderSession, ReaderSessionConfig, WorkerDied
 
 log = logging.getLogger("jobqueue.worker")
 
-METRICS_REFRESH_S = 5.0
-# The renders a hide sends first (marked "first") are read before ordinary messages, but at most this many in
-# a row: then one ordinary message, so that a big event's re-renders take at most 4 reads in 5 while uploads wait.
-RENDERS_IN_A_ROW = 4
 # The reader session's application_name while it waits out an outage: then "storage since=...".
 WAITING_PREFIX = f"{APPLICATION_NAME} waiting_for="
 
@@ -48,13 +44,35 @@ __all__ = ["Worker", "WorkerConfig", "WorkerDied"]
 
 @dataclass(frozen=True)
 class WorkerConfig:
+    """Every knob of the consumer: the settings' (`from_settings`, once per run_worker) and each part's own config,
+    handed by the Worker to the part it tunes."""
+
+    # A read hides a message this long, renewed while its job runs: how soon a dead reader's message comes back.
     visibility_timeout_s: int
+    # A failed try's first wait before it is read again, doubled after each try (outcome.backoff).
     retry_backoff_s: float
+    # How often a worker that found every reader slot taken asks again.
     lock_retry_s: float
+    # How long an idle reader waits before it reads an empty queue again.
     idle_poll_s: float
+    # How long a lost database is waited for before the worker exits 1, for systemd to restart it.
     db_recovery_s: float
     # How many readers may read the queue at once, one slot each (1: the one reader of §4).
     reader_slots: int = 1
+    # /health's queue length is counted at most this often: the count reads the queue.
+    metrics_refresh_s: float = 5.0
+    # How many tries a message gets, and the longest wait between two (jobqueue/outcome.py).
+    retries: Retries = RETRIES
+    # The privacy lane's read order, watch and stop (jobqueue/privacy_lane.py).
+    privacy: PrivacyLaneConfig = PRIVACY_LANE
+    # The heartbeat's rhythm (jobqueue/heartbeat.py).
+    heartbeat: HeartbeatConfig = HEARTBEAT
+    # How the reader regains a lost database and notices a hang-up (jobqueue/session.py, jobqueue/lease.py).
+    session: ReaderSessionConfig = READER_SESSION
+    # How a dependency's outage is probed (jobqueue/outage.py).
+    outage_probe: OutageProbe = OUTAGE_PROBE
+    # What a message may be (jobqueue/messages.py).
+    message_limits: MessageLimits = MESSAGE_LIMITS
 
     @classmethod
     def from_settings(cls) -> "WorkerConfig":
@@ -87,15 +105,14 @@ class Worker:
         self.once = once
         self._stop = threading.Event()
         self._metrics_at = 0.0
-        self.session = ReaderSession(self.state, self._stop, config.lock_retry_s, config.reader_slots)
-        self.preemption = Preemption()
-        self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption, slots=config.reader_slots)
-        self._renders_in_a_row = 0
-        self._privacy_vt_s = min(config.visibility_timeout_s, PRIVACY_VT_S)
+        self.session = ReaderSession(self.state, self._stop, config.lock_retry_s, config.reader_slots, config.session)
+        self.read_order = ReadOrder(config.privacy, config.visibility_timeout_s)
+        self.preemption = Preemption(config.privacy, slots=config.reader_slots)
+        self.heartbeat = Heartbeat(config.visibility_timeout_s, self.preemption, config.heartbeat)
         # The message whose try (or its outcome) a lost session cut short, until the next read gives it back.
         self._cut_short: Try | None = None
         self._resources: Mapping[str, object] = MappingProxyType({})
-        self.outage = OutageWait(self.state, self._name_the_wait)
+        self.outage = OutageWait(self.state, self._name_the_wait, config.outage_probe)
         self.state.update(slots=config.reader_slots)
 
     # -- control ---------------------------------------------------------
@@ -151,11 +168,11 @@ class Worker:
             raise DatabaseLost("the connection holding the reader lock is gone")
         with self.session.lease.guard():
             self._give_back_cut_short()
-            message = self._read()
+            message = self.read_order.read(self.session.cursor, self.outage.over)
             self._refresh_metrics()
         if message is None:
             return False
-        attempt = Try(message, self.session.lease, self.preemption, self._resources)
+        attempt = Try(message, self.session.lease, self.preemption, self._resources, self.config.message_limits)
         try:
             self._handle(attempt)
         except DatabaseLost:
@@ -163,21 +180,6 @@ class Worker:
             self._cut_short = attempt
             raise
         return True
-
-    def _read(self) -> queries.Message | None:
-        """Privacy work, oldest first; then the renders it sent first, at most RENDERS_IN_A_ROW in a row; then the
-        oldest message."""
-        vt, cursor = self.config.visibility_timeout_s, self.session.cursor
-        message = queries.read_first(cursor, self._privacy_vt_s, registry.privacy_jobs())
-        if message is not None or not self.outage.over():
-            return message  # during an outage, privacy work only
-        if self._renders_in_a_row < RENDERS_IN_A_ROW:
-            message = queries.read_first(cursor, vt, [registry.PRIVACY_RENDER_MARK])
-            self._renders_in_a_row += message is not None
-        if message is None:
-            message = queries.read(cursor, vt)
-            self._renders_in_a_row = 0
-        return message
 
     def _recover(self, lost: DatabaseLost) -> None:
         log.warning("db_lost", extra={"error": str(lost), **lost.in_flight})
@@ -198,7 +200,7 @@ class Worker:
     # -- one message -----------------------------------------------------
 
     def _handle(self, attempt: Try) -> None:
-        decided = outcome.before_running(attempt.number, attempt.problem)
+        decided = outcome.before_running(attempt.number, attempt.problem, self.config.retries)
         if decided.action is not Action.RUN:
             self._carry_out(decided, attempt)
             return
@@ -217,7 +219,8 @@ class Worker:
             self._give_back(attempt, str(preempted))
         except Exception as error:
             attempt.error = error
-            self._carry_out(outcome.after_error(error, attempt.number, self.config.retry_backoff_s), attempt)
+            decided = outcome.after_error(error, attempt.number, self.config.retry_backoff_s, self.config.retries)
+            self._carry_out(decided, attempt)
         else:
             self.state.update(last_job_at=time.time(), jobs_done=self.state.jobs_done + 1)
             log.info("job_done", extra={**attempt.fields, "outcome": "completed", "ms": attempt.ms(), **result})
@@ -228,7 +231,7 @@ class Worker:
         the heartbeat also watches for privacy work that waits on an ordinary try), and /health saying what runs."""
         self.state.update(working_on=f"msg={attempt.msg_id} job={attempt.job.name}")
         pid = self.session.lease.backend_pid
-        vt_s = self._privacy_vt_s if privacy else None
+        vt_s = self.read_order.privacy_vt_s if privacy else None
         try:
             with self.heartbeat.beating(attempt.msg_id, attempt.job.name, pid, preemptible=not privacy, vt_s=vt_s):
                 yield
@@ -334,7 +337,7 @@ class Worker:
     def _refresh_metrics(self) -> None:
         """Queue length for /health, at most every few seconds: it counts the queue."""
         now = time.monotonic()
-        if now - self._metrics_at < METRICS_REFRESH_S:
+        if now - self._metrics_at < self.config.metrics_refresh_s:
             return
         self._metrics_at = now
         self.state.update(queue_length=queries.metrics(self.session.cursor).length)

@@ -79,7 +79,7 @@ LOGGING = {
     "disable_existing_loggers": False,
     # Events and their fields (`extra`) as one key=value line each (jobqueue/logfmt.py).
     "formatters": {"logfmt": {"()": "jobqueue.logfmt.LogfmtFormatter"}},
-    "filters": {"redact_secrets": {"()": "jobqueue.redaction.RedactSecrets"}},
+    "filters": {"redact_secrets": {"()": "jobqueue.logfmt.RedactSecrets"}},
     "handlers": {
         "stderr": {"class": "logging.StreamHandler", "formatter": "logfmt", "filters": ["redact_secrets"]},
     },

@@ -198,11 +198,11 @@ def test_the_database_file_can_be_applied_twice(embedded_pg):
 
 @pytest.mark.parametrize("read", ["privacy_jobs", "renders_sent_first"])
 def test_the_first_class_read_probes_its_index_not_the_queue(read):
-    """EXPLAIN of each first-class read the worker makes (jobqueue.worker.Worker._read: privacy jobs, then the
+    """EXPLAIN of each first-class read the worker makes (jobqueue.privacy_lane.ReadOrder.read: privacy jobs, then the
     renders they sent first) on a long queue of ordinary messages: the message index, no Seq Scan."""
-    from jobqueue import registry
+    from jobqueue.privacy_lane import PRIVACY_RENDER_MARK, privacy_jobs
 
-    containments = registry.privacy_jobs() if read == "privacy_jobs" else [registry.PRIVACY_RENDER_MARK]
+    containments = privacy_jobs() if read == "privacy_jobs" else [PRIVACY_RENDER_MARK]
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pgmq.send_batch('jobs', ARRAY(SELECT jsonb_build_object('job', 'face_process', "

@@ -105,7 +105,7 @@ def assert_job_or_permanent(body: str) -> None:
 @example('{"job": "face_process", "photo_id": "12345678123456781234567812345678"}')
 @example('{"job": "face_process", "photo_id": "٠١٢٣٤٥٦٧٨٩٠١٢٣٤٥٦٧٨٩٠١٢٣٤٥٦٧٨٩٠١"}')
 @example("1" * 5000)
-@example("x" * (messages.MAX_MESSAGE_CHARS + 1))
+@example("x" * (messages.MESSAGE_LIMITS.max_chars + 1))
 def test_parse_returns_a_job_or_raises_a_permanent_error(body):
     assert_job_or_permanent(body)
 

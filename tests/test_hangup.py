@@ -4,6 +4,7 @@ import pytest
 from django.db import connection, connections
 
 from jobqueue.lease import DatabaseLost, Lease
+from jobqueue.session import READER_SESSION
 from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db")
@@ -13,16 +14,17 @@ def test_a_live_session_is_not_hung_up_and_a_terminated_one_is():
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
-    assert not Lease.hung_up(), "a live session, idle: nothing to read"
-    Lease().checkpoint()
+    lease = Lease(READER_SESSION.hang_up_reads)
+    assert not lease.hung_up(), "a live session, idle: nothing to read"
+    lease.checkpoint()
     killer = connections.create_connection("default")
     try:
         with killer.cursor() as cursor:
             cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
-        poll(Lease.hung_up, timeout=5, interval=0.01)
-        assert Lease.hung_up(), "the server's hang-up is seen on the socket"
+        poll(lease.hung_up, timeout=5, interval=0.01)
+        assert lease.hung_up(), "the server's hang-up is seen on the socket"
         with pytest.raises(DatabaseLost, match="closed the session"):
-            Lease().checkpoint()
+            lease.checkpoint()
     finally:
         killer.close()
         connection.close()

@@ -1,4 +1,4 @@
-"""Privacy work stops the try in flight (jobqueue/preemption.py, docs/ARCHITECTURE.md §4 "The privacy lane"): in
+"""Privacy work stops the try in flight (jobqueue/privacy_lane.py, docs/ARCHITECTURE.md §4 "The privacy lane"): in
 the loop, with the test handlers. The end-to-end cases, with clips through run_worker, are in
 tests/test_privacy_lane.py."""
 
@@ -135,7 +135,8 @@ def test_the_renders_a_hide_sends_first_do_not_stop_the_try_in_flight(fast_worke
 
 
 def test_renders_sent_first_yield_to_an_ordinary_message_after_four_in_a_row(fast_worker):
-    """A big event's re-renders take at most four reads in five while uploads wait (RENDERS_IN_A_ROW)."""
+    """A big event's re-renders take at most four reads in five while uploads wait (the privacy lane's
+    renders_in_a_row)."""
     upload = str(uuid.uuid4())
     send(job("test_record", upload))
     renders = [str(uuid.uuid4()) for _ in range(6)]

@@ -2,7 +2,7 @@
 
 Each reader holds one slot; one beyond N waits. A message in flight stays hidden however long
 its job runs (the heartbeat); a reader that dies leaves its message to the others after the
-visibility timeout (a privacy job's after PRIVACY_VT_S); one that loses only its session gives its message back
+visibility timeout (a privacy job's after PRIVACY_LANE.vt_s); one that loses only its session gives its message back
 when it has one again; jobs on one photo never overlap (its row lock).
 """
 
@@ -16,9 +16,9 @@ from django.core.management import call_command
 from django.db import connection
 
 from faces.models import Event
-from jobqueue.logfmt import parse
-from jobqueue.preemption import PRIVACY_VT_S
+from jobqueue.privacy_lane import PRIVACY_LANE
 from tests.support import factories
+from tests.support.log_helpers import parse
 from tests.support.queue_helpers import (
     done_by,
     job,
@@ -103,7 +103,7 @@ def test_a_heartbeat_that_lost_its_connection_names_the_job_again(spawn, setting
 )
 def test_a_job_three_times_longer_than_its_visibility_timeout_is_never_read_twice(spawn, name, seconds, vt, done):
     """The heartbeat keeps it hidden: an ordinary job WORKER_VISIBILITY_TIMEOUT_S at a time, a privacy job
-    PRIVACY_VT_S (3 s) at a time, whatever the setting."""
+    PRIVACY_LANE.vt_s (3 s) at a time, whatever the setting."""
     msg_id = send(job(name, seconds=seconds))
     first, first_log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=vt)
     second, second_log = spawn("second", WORKER_VISIBILITY_TIMEOUT_S=vt)
@@ -126,11 +126,11 @@ def test_a_job_three_times_longer_than_its_visibility_timeout_is_never_read_twic
 
 @pytest.mark.parametrize(
     ("name", "vt", "within"),
-    [("test_crash", 2, 2 + 1.5), ("test_first_crash", 600, PRIVACY_VT_S + 2)],
+    [("test_crash", 2, 2 + 1.5), ("test_first_crash", 600, PRIVACY_LANE.vt_s + 2)],
     ids=["ordinary", "privacy"],
 )
 def test_a_reader_killed_mid_job_leaves_its_message_to_another_within_the_timeout(spawn, tmp_path, name, vt, within):
-    """An ordinary job comes back after the visibility timeout; a privacy job after PRIVACY_VT_S, whatever the
+    """An ordinary job comes back after the visibility timeout; a privacy job after PRIVACY_LANE.vt_s, whatever the
     setting (600 s here): a reader killed in the middle of a hide leaves it to another within seconds."""
     (first, first_log), (second, second_log) = (
         spawn("first", WORKER_VISIBILITY_TIMEOUT_S=vt),

@@ -4,8 +4,7 @@ import logging
 
 from django.test import override_settings
 
-from jobqueue.logfmt import LogfmtFormatter
-from jobqueue.redaction import MASK, RedactSecrets, scrub_event
+from jobqueue.logfmt import MASK, LogfmtFormatter, RedactSecrets, scrub_event
 
 URL = "postgresql://worker:db-password-1234@db.example.test:5432/momentlens"
 

@@ -20,8 +20,7 @@ from django.db import connection
 
 from faces.jobs import photo_jobs
 from faces.models import Photo, PhotoVariant, SubjectReference
-from jobqueue.logfmt import LogfmtFormatter
-from jobqueue.redaction import RedactSecrets
+from jobqueue.logfmt import LogfmtFormatter, RedactSecrets
 from momentlens.devservices import samples
 from tests.support import factories
 from tests.support.queue_helpers import archived, queue_rows, send

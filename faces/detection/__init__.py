@@ -6,7 +6,7 @@ What this process remembers, so that a try run again does not detect again. A tr
 detecting rolls its face rows back with everything else, and the retry (same message, same process, seconds
 later) would run the detector again: 1.8 s for a 12 MP photo (docs/MEASUREMENTS.md, "Pipeline cost"), about
 10 s for 48 MP (the whole job: "The privacy lane" there), minutes for a long clip. A try stopped half-way for
-privacy work (jobqueue/preemption.py) would start its detection over. So this process remembers, per upload
+privacy work (jobqueue/privacy_lane.py) would start its detection over. So this process remembers, per upload
 (keyed by the photo, its upload key, the engine and a digest of the upload's bytes, so a replaced upload is
 detected afresh):
 

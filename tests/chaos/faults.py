@@ -4,7 +4,6 @@ import signal
 import threading
 import time
 
-from jobqueue.logfmt import parse
 from jobqueue.messages import is_uuid
 from jobqueue.queries import PRIVACY_APPLICATION_NAME
 from jobqueue.session import APPLICATION_NAME
@@ -15,6 +14,7 @@ from tests.chaos.state import Abandoned, Chaos
 from tests.chaos.sweeps import sweep_until
 from tests.chaos.worker_logs import Try
 from tests.chaos.workers import WorkerProcess
+from tests.support.log_helpers import parse
 from tests.support.waiting import poll
 
 # Jobs that run long enough (detection, rendering) for a kill to land mid-job rather than at its end.

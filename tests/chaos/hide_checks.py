@@ -4,7 +4,7 @@ from tests.chaos.seed import DnpChange
 from tests.chaos.worker_logs import CLOCK_SLACK_S, ended, log_time
 
 # From the change's send, how long a photo may still show the member unblurred: privacy work stops the try in
-# flight (jobqueue/preemption.py), whatever it is (docs/ARCHITECTURE.md §4, "The privacy lane").
+# flight (jobqueue/privacy_lane.py), whatever it is (docs/ARCHITECTURE.md §4, "The privacy lane").
 EXPOSURE_WINDOW_S = 5.0
 
 

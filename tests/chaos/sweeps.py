@@ -3,9 +3,9 @@
 import subprocess
 import time
 
-from jobqueue.logfmt import parse
 from tests.chaos.queue import event_in_flight, worker_holds_a_photo
 from tests.chaos.state import Chaos, SweepRun
+from tests.support.log_helpers import parse
 from tests.support.waiting import poll
 
 

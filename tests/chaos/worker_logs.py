@@ -1,11 +1,11 @@
-"""The workers' own log lines, read back with jobqueue.logfmt.parse: every try that came to an end."""
+"""The workers' own log lines, read back with tests.support.log_helpers.parse: every try that came to an end."""
 
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from jobqueue.logfmt import parse
 from jobqueue.messages import is_uuid
+from tests.support.log_helpers import parse
 
 # The lines that end a try; each carries `ms`, measured on the monotonic clock from just after the read.
 TRY_ENDS = {"job_done", "job_retry", "job_archived", "db_lost"}

@@ -4,8 +4,8 @@ import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobqueue.logfmt import parse
 from tests.chaos.services import Services
+from tests.support.log_helpers import parse
 
 
 @dataclass

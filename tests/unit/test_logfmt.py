@@ -5,7 +5,8 @@ import logging
 
 from django.conf import settings
 
-from jobqueue.logfmt import LogfmtFormatter, parse
+from jobqueue.logfmt import LogfmtFormatter
+from tests.support.log_helpers import parse
 
 
 def record(message: str, **extra) -> logging.LogRecord:

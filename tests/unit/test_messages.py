@@ -20,7 +20,7 @@ def unit_job():
     [
         (None, "empty"),
         ("{not json", "not JSON"),
-        ("x" * (messages.MAX_MESSAGE_CHARS + 1), "limit"),
+        ("x" * (messages.MESSAGE_LIMITS.max_chars + 1), "limit"),
         ("[1, 2]", "not a JSON object but list"),
         ('"text"', "not a JSON object but str"),
         ("[" * 5000 + "]" * 5000, "not JSON"),

@@ -66,7 +66,7 @@ def test_the_third_failure_archives_as_failed_and_is_reported():
 
 def test_the_backoff_stops_growing_at_a_minute():
     assert [outcome.backoff(tries, 5.0) for tries in (1, 2, 3, 4, 5)] == [5.0, 10.0, 20.0, 40.0, 60.0]
-    assert outcome.backoff(30, 5.0) == outcome.MAX_BACKOFF_S
+    assert outcome.backoff(30, 5.0) == outcome.RETRIES.max_backoff_s
 
 
 def test_an_outage_is_waited_out_whatever_the_try_and_a_job_s_own_error_is_not():

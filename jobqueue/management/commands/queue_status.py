@@ -4,7 +4,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from jobqueue import queries, registry
+from jobqueue import queries
+from jobqueue.privacy_lane import PRIVACY_RENDER_MARK, privacy_jobs
 from jobqueue.worker import WAITING_PREFIX
 
 
@@ -27,7 +28,7 @@ class Command(BaseCommand):
             archive_total = queries.archive_count(cursor)
             recent = queries.recent_archived(cursor, archived)
             slots = queries.reader_slots(cursor, settings.WORKER_READER_SLOTS)
-            classes = queries.queue_classes(cursor, registry.privacy_jobs(), registry.PRIVACY_RENDER_MARK)
+            classes = queries.queue_classes(cursor, privacy_jobs(), PRIVACY_RENDER_MARK)
             running, blocked = queries.privacy_running(cursor)
             waiting = queries.waiting_readers(cursor, WAITING_PREFIX)
         oldest = "-" if metrics.oldest_age_s is None else f"{metrics.oldest_age_s}s"
