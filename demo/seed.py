@@ -17,7 +17,7 @@ from django.core.files.storage import default_storage
 from django.db import connection
 
 from faces.engines import resident_engine
-from faces.media.codec import encode_jpeg, thumbnail
+from faces.media.upload import encode_jpeg, thumbnail
 from faces.models import Event, EventMember, Photo, SubjectReference
 from jobqueue import queries
 from momentlens.devservices import samples

@@ -25,8 +25,7 @@ from django.db import connection
 from faces import queries, thresholds
 from faces.matching import Candidates, PhotoMatch
 from faces.models import EventMember, Face, Photo
-from faces.publication import unpublish
-from faces.rendering.files import plan_of
+from faces.publication import plan_of, unpublish
 
 # A face this close to the border (a fraction of the image) may be cut by it: the unsure rule decides.
 EDGE_FRACTION = 0.02

@@ -12,7 +12,7 @@ from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
 from faces.matching import match_faces
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
-from faces.rendering.files import faces_blurred_in
+from faces.publication import faces_blurred_in
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 from tests.support import factories

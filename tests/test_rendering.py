@@ -9,7 +9,7 @@ from PIL import Image
 
 from faces import thresholds
 from faces.engines import resident_engine
-from faces.media.codec import encode_jpeg, thumbnail
+from faces.media.upload import encode_jpeg, thumbnail
 from faces.rendering.painters import (
     FACE_EXPANSION,
     blur_ellipse,
