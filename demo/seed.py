@@ -76,7 +76,7 @@ def seed_event() -> DemoEvent:
 def framed(portrait: np.ndarray) -> np.ndarray:
     """The portrait on a grey margin of a third of its size. The sample is a tight 112 px crop whose face touches
     two edges, and a face in a corner counts as cut there, unsure whom it shows, and is blurred (faces/geometry.py,
-    CORNER_HIDDEN_SHARE): the demo's second photo is one with nobody to blur."""
+    EdgeCuts.corner_hidden_share): the demo's second photo is one with nobody to blur."""
     margin = portrait.shape[0] // 3
     return np.pad(portrait, ((margin, margin), (margin, margin), (0, 0)), constant_values=128)
 

@@ -37,7 +37,7 @@ RENDERED_ROW = (
     "processed_at",
 )
 # Codes by which S3 says the service, not the request, is at fault (an answer with a 5xx status is too).
-SERVICE_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "RequestTimeTooSkewed"}
+_SERVICE_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "RequestTimeTooSkewed"}
 # Where worker_check's storage check and the outage probe write their small objects: no row names them.
 PROBE_PREFIX = "_worker_check/"
 
@@ -103,7 +103,7 @@ def storage_down(error: BaseException) -> bool:
         return True
     if isinstance(error, botocore.exceptions.ClientError):
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-        return status >= 500 or str(error.response.get("Error", {}).get("Code")) in SERVICE_CODES
+        return status >= 500 or str(error.response.get("Error", {}).get("Code")) in _SERVICE_CODES
     return False
 
 

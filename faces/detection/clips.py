@@ -3,7 +3,7 @@ looks (faces/detection/motion.py), the faces found, linked into tracks (faces/tr
 §11).
 
 An animated image is looked at on every frame; a video on a cadence such that two looks are never more than
-DETECT_INTERVAL_S apart (unless two consecutive frames are), so a track that reaches TRACK_PAD_S past its ends
+DETECT_INTERVAL_S apart (unless two consecutive frames are), so a track that reaches Painting.track_pad_s past its ends
 covers every frame between (faces/rendering/painters.py).
 
 `reprocess` never comes here: it matches and renders again from the stored tracks (a track's reach

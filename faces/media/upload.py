@@ -36,7 +36,7 @@ from faces.checkpoint import Checkpoint, never_stop
 from jobqueue.api import MissingObject, PermanentJobError
 
 # S3's codes for an object that is not there.
-MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
+_MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
 # HEIC/HEIF stills (iPhones) open in Pillow like any other image; OpenCV cannot decode them.
 pillow_heif.register_heif_opener()
 
@@ -193,7 +193,7 @@ def read_object(key: str, limits: MediaLimits | None = None) -> bytes:
     except FileNotFoundError:
         raise MissingObject(f"no object at {key}") from None
     except botocore.exceptions.ClientError as error:
-        if str(error.response.get("Error", {}).get("Code")) in MISSING_CODES:
+        if str(error.response.get("Error", {}).get("Code")) in _MISSING_CODES:
             raise MissingObject(f"no object at {key}") from None
         raise
     if len(data) > limit:
