@@ -35,11 +35,11 @@ from PIL import Image
 from faces.checkpoint import Checkpoint, never_stop
 from jobqueue.api import MissingObject, PermanentJobError
 
-# S3's codes for an object that is not there.
-_MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
 # HEIC/HEIF stills (iPhones) open in Pillow like any other image; OpenCV cannot decode them.
 pillow_heif.register_heif_opener()
 
+# S3's codes for an object that is not there.
+_MISSING_CODES = {"404", "NoSuchKey", "NotFound"}
 # ISO base media (MP4, MOV, 3GP, HEIF) starts with a box `....ftyp{brand}`; these
 # brands are images Pillow opens (HEIF/AVIF); every other brand is a movie.
 # An AVIF image sequence (`avis`) is an animation Pillow reads frame by frame with its timing,

@@ -69,7 +69,7 @@ class Track:
 
     times: list[float]
     boxes: list[FractionCorners]
-    painting: Painting = PAINTING
+    painting: Painting
 
     @property
     def start(self) -> float:
@@ -149,7 +149,7 @@ class BlurPainter:
     width: int
     height: int
     spans: list[tuple[float, float]]
-    painting: Painting = PAINTING
+    painting: Painting
 
     @classmethod
     def of(
