@@ -60,7 +60,7 @@ def run(args) -> None:
     idle = measured(event, [])
     rows = []
     for mp in args.mp:
-        from faces.media.codec import encode_jpeg
+        from faces.media.upload import encode_jpeg
 
         data = encode_jpeg(pipeline.scene(*WIDTH_PER_MP[mp]))
         measured(event, [(data, "jpg")])  # the first job at a size pays onnxruntime's buffers: not timed

@@ -24,13 +24,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from faces.geometry import iou  # noqa: E402
+from faces.geometry import EDGE_CUTS, iou  # noqa: E402
 
 SIDES = ("left", "right", "top", "bottom", "top_left", "top_right", "bottom_left", "bottom_right")
 CUT_SHARES = (0.25, 0.35, 0.45, 0.55)
 ENLARGED = 4.5
 FOUND_IOU = 0.3
-EDGE_PX = 2.0
 
 
 def cut(image: np.ndarray, box: np.ndarray, side: str, share: float) -> tuple[np.ndarray, np.ndarray]:
@@ -52,11 +51,13 @@ def cut(image: np.ndarray, box: np.ndarray, side: str, share: float) -> tuple[np
 
 
 def touches_edge(boxes: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Which boxes touch the image's edge, as the worker tells it (faces.geometry.EdgeCuts.touching_px)."""
+    touching = EDGE_CUTS.touching_px
     return (
-        (boxes[:, 0] <= EDGE_PX)
-        | (boxes[:, 1] <= EDGE_PX)
-        | (boxes[:, 2] >= width - EDGE_PX)
-        | (boxes[:, 3] >= height - EDGE_PX)
+        (boxes[:, 0] <= touching)
+        | (boxes[:, 1] <= touching)
+        | (boxes[:, 2] >= width - touching)
+        | (boxes[:, 3] >= height - touching)
     )
 
 

@@ -110,7 +110,7 @@ IN_FLIGHT = {"clip", "photo"}
 def queue_long_job(kind: str):
     """The long job, in an event of its own; its photo id."""
     from bench.pipeline import scene
-    from faces.media.codec import encode_jpeg
+    from faces.media.upload import encode_jpeg
     from faces.models import Event
 
     event = Event.objects.create(name=f"bench exposure: a long {kind}")

@@ -47,7 +47,7 @@ def one_pass(passes, image: np.ndarray) -> None:
 
 def still_floor(upload: bytes, passes) -> float:
     """Seconds: decode, one pass, encode."""
-    from faces.media.codec import encode_jpeg
+    from faces.media.upload import encode_jpeg
 
     began = time.perf_counter()
     image = cv2.imdecode(np.frombuffer(upload, np.uint8), cv2.IMREAD_COLOR)

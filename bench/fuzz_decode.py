@@ -5,7 +5,7 @@
 - `jobqueue.messages.decode(str)` then `job_of`: a queue message's body, as the worker reads it, with the real job
   names registered.
 
-Either returns (a uint8 HxWx3 image within MAX_PIXELS; a Job) or raises a
+Either returns (a uint8 HxWx3 image within MEDIA_LIMITS.still_pixels; a Job) or raises a
 PermanentJobError; anything else is a finding, and atheris stops with the input that
 caused it (written to ./crash-*). A run by hand, not a test and not a benchmark table:
 
@@ -46,8 +46,8 @@ with atheris.instrument_imports(include=["jobqueue", "faces.media", "PIL", "json
     Image.init()  # Pillow imports its format plugins lazily: import them here, instrumented
 
     import faces.jobs  # noqa: F401  (registers the real handlers)
-    from faces.media.limits import MAX_PIXELS
     from faces.media.still import Still
+    from faces.media.upload import MEDIA_LIMITS
     from jobqueue import messages
     from jobqueue.errors import PermanentJobError
 
@@ -61,8 +61,8 @@ def check_image(data: bytes) -> None:
         return
     if image.dtype != np.uint8 or image.ndim != 3 or image.shape[2] != 3:
         raise AssertionError(f"Still(data).image is {image.dtype} {image.shape}")
-    if image.shape[0] * image.shape[1] > MAX_PIXELS:
-        raise AssertionError(f"Still(data).image is {image.shape}, over MAX_PIXELS")
+    if image.shape[0] * image.shape[1] > MEDIA_LIMITS.still_pixels:
+        raise AssertionError(f"Still(data).image is {image.shape}, over MEDIA_LIMITS.still_pixels")
 
 
 def check_message(body: str) -> None:

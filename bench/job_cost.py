@@ -69,7 +69,7 @@ def main() -> None:
 
 def scene_upload(args) -> bytes:
     from bench.pipeline import scene
-    from faces.media.codec import encode_jpeg
+    from faces.media.upload import encode_jpeg
 
     if args.clip:
         return media.video_clip(*media.SIZES[args.clip], args.clip_seconds, args.scene)

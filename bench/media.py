@@ -768,7 +768,7 @@ def coverage_clip(rng, sources, size: tuple[int, int], width: int, frames: int):
 def covered_frames(data: bytes, truth: list, engine, schedule) -> dict:
     from faces.detection.clips import detect_clip
     from faces.media.video import Video
-    from faces.rendering.painters import FACE_EXPANSION, tracks_of
+    from faces.rendering.painters import PAINTING, tracks_of
 
     clip = Video(data)
     found = detect_clip(clip, engine, schedule=schedule)
@@ -779,7 +779,7 @@ def covered_frames(data: bytes, truth: list, engine, schedule) -> dict:
         boxes = [box * scale for track in tracks.values() for box in track.boxes_at(index / FPS)]
         for kind, face in seen:
             cell = tally.setdefault(kind, [0, 0])
-            cell[0] += any(_covers(box, face, FACE_EXPANSION) for box in boxes)
+            cell[0] += any(_covers(box, face, PAINTING.face_expansion) for box in boxes)
             cell[1] += 1
     return {kind: tuple(cell) for kind, cell in tally.items()}
 

@@ -259,7 +259,7 @@ def seed_event(image):
 def process(event, image) -> tuple[float, int]:
     """Upload the image as a JPEG, as the API would, enqueue face_process, run the worker until the queue is
     empty; (seconds, faces stored)."""
-    from faces.media.codec import encode_jpeg
+    from faces.media.upload import encode_jpeg
     from faces.models import Photo
 
     photo_id = upload(event, encode_jpeg(image), "jpg")

@@ -107,7 +107,7 @@ def seed(count: int):
     from django.core.files.storage import default_storage
 
     from bench.pipeline import seed_event
-    from faces.media.codec import encode_jpeg
+    from faces.media.upload import encode_jpeg
     from momentlens.devservices import samples
 
     base = cv2.resize(samples.group_photo(), SIZE, interpolation=cv2.INTER_CUBIC)

@@ -1,8 +1,8 @@
 """x264's options for the worker's MP4s: what each costs, how large and how faithful its file is.
 
 Both of bench/media.py's scenes (the drifting group, the walking pair) at 1080p, decoded once; every frame encoded
-again as the worker does (yuv420p, the upload's frame rate) with each variant of faces/media/video.py's
-X264_OPTIONS: on one x264 thread (its CPU seconds: what the work costs a machine whose cores are busy) and on x264's
+again as the worker does (yuv420p, the upload's frame rate) with each variant of faces.media.upload.MediaLimits'
+x264_options: on one x264 thread (its CPU seconds: what the work costs a machine whose cores are busy) and on x264's
 own threads (its wall seconds). Size is the MP4's; fidelity the luma PSNR of every 15th frame against the upload's
 decoded frame. Ratios are against "veryfast" at CRF 20 (the worker's options before this table), in the same run.
 
@@ -46,11 +46,11 @@ def main() -> None:
     import django
 
     django.setup()
-    from faces.media.video import X264_OPTIONS
+    from faces.media.upload import MEDIA_LIMITS
 
     width, height = media.SIZES[args.size]
     print(f"\n## x264 options: {args.seconds:g} s {args.size} clips, {media.FPS} fps\n")
-    print(f"The worker's options now: `{X264_OPTIONS}`.\n")
+    print(f"The worker's options now: `{dict(MEDIA_LIMITS.x264_options)}`.\n")
     print("| scene | options | CPU s, one thread | ratio | wall s, x264's threads | MB | ratio | luma PSNR dB |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for scene in media.SCENES:

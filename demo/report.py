@@ -20,7 +20,7 @@ from django.core.files.storage import default_storage
 
 from faces import thresholds
 from faces.models import EventMember, Face, Photo, PhotoVariant
-from faces.rendering.files import faces_blurred_in
+from faces.publication import faces_blurred_in
 from faces.rendering.painters import expanded_face_box, region_box
 
 PANEL_WIDTH = 480

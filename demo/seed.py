@@ -17,7 +17,7 @@ from django.core.files.storage import default_storage
 from django.db import connection
 
 from faces.engines import resident_engine
-from faces.media.codec import encode_jpeg, thumbnail
+from faces.media.upload import encode_jpeg, thumbnail
 from faces.models import Event, EventMember, Photo, SubjectReference
 from jobqueue import queries
 from momentlens.devservices import samples
@@ -76,7 +76,7 @@ def seed_event() -> DemoEvent:
 def framed(portrait: np.ndarray) -> np.ndarray:
     """The portrait on a grey margin of a third of its size. The sample is a tight 112 px crop whose face touches
     two edges, and a face in a corner counts as cut there, unsure whom it shows, and is blurred (faces/geometry.py,
-    CORNER_HIDDEN_SHARE): the demo's second photo is one with nobody to blur."""
+    EdgeCuts.corner_hidden_share): the demo's second photo is one with nobody to blur."""
     margin = portrait.shape[0] // 3
     return np.pad(portrait, ((margin, margin), (margin, margin), (0, 0)), constant_values=128)
 

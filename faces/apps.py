@@ -10,7 +10,7 @@ class FacesConfig(AppConfig):
 
         from faces import checks
         from faces.engines import FACE_ENGINE, ResidentEngine
-        from faces.storage_io import probe_storage, storage_down
+        from faces.publication import probe_storage, storage_down
         from jobqueue.api import WORKER, WORKER_START, register_dependency, register_health_field, register_startup
 
         for check in (checks.pgvector, checks.storage):

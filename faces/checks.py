@@ -16,7 +16,7 @@ from django.core.files.storage import default_storage
 from django.db import connection
 
 from faces import queries
-from faces.storage_io import PROBE_PREFIX, round_trip
+from faces.publication import PROBE_PREFIX, round_trip
 from jobqueue.api import DATABASE_SQL_FIX, failed, skip_without_database
 
 STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"

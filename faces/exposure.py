@@ -23,13 +23,10 @@ import numpy as np
 from django.db import connection
 
 from faces import queries, thresholds
+from faces.geometry import EDGE_CUTS
 from faces.models import EventMember, Face, Photo
 from faces.people import Candidates, PhotoMatch
-from faces.publication import unpublish
-from faces.rendering.files import plan_of
-
-# A face this close to the border (a fraction of the image) may be cut by it: the unsure rule decides.
-EDGE_FRACTION = 0.02
+from faces.publication import plan_of, unpublish
 
 
 def hide_exposed(event_id) -> list[uuid.UUID]:
@@ -125,6 +122,6 @@ def _candidates(event_id, engine: str, dnp: list) -> list:
             # Not measured, or a DNP member nobody can recognise: every face may be theirs.
             cursor.execute(queries.PHOTOS_WITH_FACES, [event_id, engine])
         else:
-            parameters = [event_id, engine, EDGE_FRACTION, engine_thresholds.unsure_norm, dnp, 1.0 - lowest]
+            parameters = [event_id, engine, EDGE_CUTS.near_border, engine_thresholds.unsure_norm, dnp, 1.0 - lowest]
             cursor.execute(queries.CANDIDATE_PHOTOS, parameters)
         return [row[0] for row in cursor.fetchall()]

@@ -107,7 +107,7 @@ class Photo(models.Model):
     upload_thumb_key = models.TextField()
     width = models.IntegerField(null=True)
     height = models.IntegerField(null=True)
-    media_type = models.TextField(null=True)  # faces.media.kinds.MediaKind
+    media_type = models.TextField(null=True)  # faces.media.upload.MediaKind
     duration_ms = models.IntegerField(null=True)
     blur_regions = models.JSONField(default=list)
     # What the current version's files blur (faces.rendering.files.render_plan); None before the first render.

@@ -1,15 +1,28 @@
-"""Publication: the one place that sets and clears `photos.processed_at` (docs/ARCHITECTURE.md §5, rule 1).
+"""Publication (docs/ARCHITECTURE.md §5): what a photo's published files blur, the storage they are published to, and
+the one place that sets and clears `photos.processed_at` (rule 1).
 
-A photo is public while processed_at is set. A render publishes it once every file is in storage, writing the
-row's new version, size, kind, keys and plan in the same UPDATE; three things take it out of the feed until a
-later render publishes it again: hide-first (faces/exposure.py), the archive of a job that named it
-(faces/jobs/archive_hooks.py) and the archive of an event's reprocess (faces/jobs/photo_jobs.py).
+A render plans its files first (`plan_files`): the public file and one per DNP member matched, each with the faces it
+blurs; `render_plan` is what photos.render_plan keeps of them, and hide-first compares it with what a render would
+plan now (faces/exposure.py). The files go to storage (faces/rendering/files.py), whose outages are told apart from a
+job's own failure here (`storage_down`).
+
+A photo is public while processed_at is set. A render publishes it once every file is in storage, writing the row's
+new version, size, kind, keys and plan in the same UPDATE; three things take it out of the feed until a later render
+publishes it again: hide-first (faces/exposure.py), the archive of a job that named it (faces/jobs/archive_hooks.py)
+and the archive of an event's reprocess (faces/jobs/photo_jobs.py).
 """
 
+import uuid
+from dataclasses import dataclass
+
+import botocore.exceptions
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from faces.models import Photo
+from faces.matching import PhotoMatch, match_of
+from faces.models import Face, Photo
 
 # Every column of the photo row a render writes: one UPDATE, the job's last write.
 RENDERED_ROW = (
@@ -23,6 +36,51 @@ RENDERED_ROW = (
     "render_plan",
     "processed_at",
 )
+# Codes by which S3 says the service, not the request, is at fault (an answer with a 5xx status is too).
+_SERVICE_CODES = {"InternalError", "ServiceUnavailable", "SlowDown", "RequestTimeout", "RequestTimeTooSkewed"}
+# Where worker_check's storage check and the outage probe write their small objects: no row names them.
+PROBE_PREFIX = "_worker_check/"
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    viewer: uuid.UUID | None  # None: the public file
+    faces: list[Face]  # the faces this file blurs
+
+
+def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) -> list[PlannedFile]:
+    """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred
+    (unless `always`: an upload that may not be published as itself, a clip or a still with more in its
+    bytes than the picture the worker saw)."""
+    decisions = {None: []} if match is None else match.by_file
+    if not always and not photo.blur_regions and not any(decisions[None]):
+        return []
+    faces = match.faces if match else []
+    return [
+        PlannedFile(viewer, [face for face, blurred in zip(faces, chosen, strict=True) if blurred])
+        for viewer, chosen in decisions.items()
+    ]
+
+
+def faces_blurred_in(photo: Photo, viewer: uuid.UUID | None = None) -> list[Face]:
+    """Which of the photo's stored faces the file `viewer` sees blurs (None: the public file, which a member
+    without a file of their own sees too), matched now and planned as a render plans: what the demo report and
+    the chaos checks hold the published files to."""
+    files = {file.viewer: file.faces for file in plan_files(photo, match_of(photo, photo.shown_size), always=True)}
+    return files.get(viewer, files[None])
+
+
+def render_plan(photo: Photo, planned: list[PlannedFile]) -> dict:
+    """What a render's files blur, as photos.render_plan keeps it: the blur regions, and the ids of the
+    faces each file blurs ("public", or a DNP member's user id). Faces never move once stored, so two
+    renders with the same plan write the same files (faces/jobs/photo_jobs.py, `reprocess`)."""
+    blurred = {str(file.viewer or "public"): sorted(str(face.id) for face in file.faces) for file in planned}
+    return {"regions": photo.blur_regions, "public": [], **blurred}
+
+
+def plan_of(photo: Photo, match: PhotoMatch | None) -> dict:
+    """The render plan the photo's files would have now (every file planned, as for a clip)."""
+    return render_plan(photo, plan_files(photo, match, always=True))
 
 
 def publish(photo: Photo) -> None:
@@ -34,3 +92,31 @@ def publish(photo: Photo) -> None:
 def unpublish(photos: QuerySet) -> int:
     """Take `photos` out of the public feed (in the caller's transaction); how many were public."""
     return photos.filter(processed_at__isnull=False).update(processed_at=None)
+
+
+def storage_down(error: BaseException) -> bool:
+    """Whether `error` says storage cannot be reached or failed on its side: an outage (jobqueue/outage.py), not
+    the job's failure. A refused or reset connection, a timeout, a 5xx answer; not a 4xx (a missing object, a
+    denied key: the request's own fault, which no wait mends)."""
+    # Refused and timed-out connections (ConnectionError), and a connection lost while reading (HTTPClientError).
+    if isinstance(error, botocore.exceptions.ConnectionError | botocore.exceptions.HTTPClientError):
+        return True
+    if isinstance(error, botocore.exceptions.ClientError):
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        return status >= 500 or str(error.response.get("Error", {}).get("Code")) in _SERVICE_CODES
+    return False
+
+
+def round_trip(key: str, payload: bytes) -> bytes:
+    """Write `payload` at `key`, read it back, delete it: what was read back. Raises what storage raises."""
+    saved = default_storage.save(key, ContentFile(payload))
+    with default_storage.open(saved, "rb") as handle:
+        read_back = handle.read()
+    default_storage.delete(saved)
+    return read_back
+
+
+def probe_storage() -> None:
+    """Raises while storage is down: one small object written, read and deleted, since a storage that answers
+    reads while its writes fail (a partial outage) would otherwise end the wait for a try that fails again."""
+    round_trip(f"{PROBE_PREFIX}outage-probe.txt", b"outage probe")

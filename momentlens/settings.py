@@ -107,10 +107,15 @@ WORKER_FULL_SWEEP_S = env.number("WORKER_FULL_SWEEP_S", 21600.0, least=0)
 # onnxruntime execution providers for the InsightFace engine, in preference order.
 ORT_PROVIDERS = os.environ.get("ORT_PROVIDERS", "CPUExecutionProvider").split(",")
 
-# Animated images and videos (docs/ARCHITECTURE.md §11): beyond any of these limits the
-# message is archived on its first try (`media_too_large`) and the photo stays unpublished.
+# How much of an upload the worker takes on (faces.media.upload.MediaLimits): beyond any of these
+# limits the message is archived on its first try and the photo stays unpublished.
 # No upload larger than this is read (a minute of 4K video at 40 Mbit/s is 300 MB).
 MEDIA_MAX_UPLOAD_BYTES = env.integer("MEDIA_MAX_UPLOAD_BYTES", 400_000_000, least=1)
+# A still (`image_too_large`): larger than any camera's (a 100 MP medium-format frame), far below
+# a decompression bomb (a 20,000 x 20,000 image would need 1.2 GB as BGR).
+MEDIA_MAX_STILL_BYTES = env.integer("MEDIA_MAX_STILL_BYTES", 80 * 1024 * 1024, least=1)
+MEDIA_MAX_STILL_PIXELS = env.integer("MEDIA_MAX_STILL_PIXELS", 120_000_000, least=1)
+# Animated images and videos (docs/ARCHITECTURE.md §11, `media_too_large`).
 MEDIA_MAX_FRAMES = env.integer("MEDIA_MAX_FRAMES", 1800, least=1)
 MEDIA_MAX_DURATION_S = env.number("MEDIA_MAX_DURATION_S", 60.0, least=0)
 MEDIA_MAX_FRAME_PIXELS = env.integer("MEDIA_MAX_FRAME_PIXELS", 3840 * 2160, least=1)

@@ -202,6 +202,20 @@ def unmeasured_thresholds(monkeypatch):
 
 
 @pytest.fixture
+def media_limits(monkeypatch):
+    """`media_limits(frames=5)`: the worker's media limits (faces.media.upload.MEDIA_LIMITS) with those changed, for
+    one test; what `open` and `read_object` hold every upload to."""
+    import dataclasses
+
+    from faces.media import upload
+
+    def change(**changed):
+        monkeypatch.setattr(upload, "MEDIA_LIMITS", dataclasses.replace(upload.MEDIA_LIMITS, **changed))
+
+    return change
+
+
+@pytest.fixture
 def fast_retries(settings):
     """The worker's waits, shortened for tests that run it in this process."""
     settings.WORKER_RETRY_BACKOFF_S = 0.01

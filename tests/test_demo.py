@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from demo.seed import PLAYER_FACE_PX
 from faces.models import Event, Photo, PhotoVariant
-from faces.rendering.files import faces_blurred_in
+from faces.publication import faces_blurred_in
 from momentlens.devservices.pixels import difference, face_core
 from tests.support.publishing_helpers import read_image
 

@@ -11,7 +11,7 @@ from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
 from faces.people import cluster_faces, match_faces
-from faces.rendering.files import faces_blurred_in
+from faces.publication import faces_blurred_in
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 from tests.support import factories

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from PIL import Image
 
 import faces.jobs  # noqa: F401  (registers the real handlers)
-from faces.media.limits import MAX_PIXELS
 from faces.media.still import Still
+from faces.media.upload import MEDIA_LIMITS
 from jobqueue import messages, registry
 from jobqueue.errors import PermanentJobError
 from momentlens.devservices import samples
@@ -196,7 +196,7 @@ def assert_image_or_permanent(data: bytes) -> None:
     assert image.dtype == np.uint8
     assert image.ndim == 3
     assert image.shape[2] == 3
-    assert image.shape[0] * image.shape[1] <= MAX_PIXELS
+    assert image.shape[0] * image.shape[1] <= MEDIA_LIMITS.still_pixels
 
 
 @QUICK
@@ -235,7 +235,9 @@ def test_uploads_with_flipped_bytes_decode_or_raise_a_permanent_error(fmt, data)
 # Claims either far over the limit (refused by the header, before any pixel) or small
 # enough that a failed decode stays cheap.
 claims = st.one_of(
-    st.tuples(st.integers(1, 65535), st.integers(1, 65535)).filter(lambda wh: wh[0] * wh[1] > MAX_PIXELS),
+    st.tuples(st.integers(1, 65535), st.integers(1, 65535)).filter(
+        lambda wh: wh[0] * wh[1] > MEDIA_LIMITS.still_pixels
+    ),
     st.tuples(st.integers(1, 2048), st.integers(1, 2048)),
     st.tuples(st.just(1), st.integers(1, 2**31 - 1)),
     st.tuples(st.integers(1, 2**31 - 1), st.just(1)),

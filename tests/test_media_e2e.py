@@ -285,18 +285,15 @@ def test_a_heic_still_takes_the_still_path(group, group_faces):
     assert reading.intact, f"the DNP face in their own file: {reading}"
 
 
-@pytest.mark.parametrize(
-    ("setting", "value"),
-    [("MEDIA_MAX_FRAMES", 5), ("MEDIA_MAX_DURATION_S", 1), ("MEDIA_MAX_FRAME_PIXELS", None)],
-)
+@pytest.mark.parametrize(("limit", "value"), [("frames", 5), ("duration_s", 1), ("frame_pixels", None)])
 @pytest.mark.parametrize("kind", ["gif", "mp4"])
 def test_media_over_a_limit_is_archived_on_its_first_try_and_never_published(
-    request, settings, group, group_faces, kind, setting, value
+    request, media_limits, group, group_faces, kind, limit, value
 ):
-    """Each limit alone refuses the clip (14 frames / 1.54 s / 640x360; 75 frames / 2.5 s / 1280x720):
-    permanent, so no retry, and nothing of it is ever published."""
+    """Each limit alone (MEDIA_MAX_FRAMES, MEDIA_MAX_DURATION_S, MEDIA_MAX_FRAME_PIXELS) refuses the clip (14 frames /
+    1.54 s / 640x360; 75 frames / 2.5 s / 1280x720): permanent, so no retry, and nothing of it is ever published."""
     clip: Clip = request.getfixturevalue(f"{kind}_clip")
-    setattr(settings, setting, value if value is not None else clip.size[0] * clip.size[1] - 1)
+    media_limits(**{limit: value if value is not None else clip.size[0] * clip.size[1] - 1})
     event = factories.event()
     factories.member_with_reference(event, group, group_faces[0])
     run_worker_drain()

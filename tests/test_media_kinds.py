@@ -106,7 +106,7 @@ def test_pages_are_not_an_animation(group, test_thresholds):
 @pytest.mark.parametrize(("kind", "as_uploaded"), [("PNG", True), ("WEBP", True), ("AVIF", False)])
 def test_single_frame_stills_of_other_formats_still_publish(group, test_thresholds, kind, as_uploaded):
     """A plain PNG or simple-format WebP is published as itself; an AVIF (whose boxes may hold
-    further images) gets a rendered public file (faces/media/attachments.py)."""
+    further images) gets a rendered public file (faces/media/still.py, `attachments`)."""
     photo = factories.photo(factories.event(), data=animation([small(group)], kind))
     send({"job": "thumbnail_dims", "photo_id": str(photo.id)})
     run_worker_drain()
@@ -161,9 +161,9 @@ def test_a_video_is_read_once_to_be_taken_on(group, monkeypatch):
     assert shown[0][1].shape[:2] == (clip.height, clip.width)
 
 
-def test_an_upload_over_the_byte_limit_is_never_read_whole(group, test_thresholds, settings):
+def test_an_upload_over_the_byte_limit_is_never_read_whole(group, test_thresholds, media_limits):
     """Whatever its kind: the bytes are counted while they are read, before any header is looked at."""
-    settings.MEDIA_MAX_UPLOAD_BYTES = 10_000
+    media_limits(upload_bytes=10_000)
     data = video([small(group)] * 4, ".mp4")
     assert len(data) > 10_000
     archived_unpublished(data, "media_too_large")
@@ -190,9 +190,9 @@ def test_a_blur_region_is_blurred_in_every_frame_of_a_video(group, test_threshol
         assert difference(out[half_h + 8 :, half_w + 8 :], source[half_h + 8 :, half_w + 8 :]) < 6, f"frame {index}"
 
 
-def test_outputs_beyond_the_encoders_memory_take_more_passes(group, group_faces, test_thresholds, monkeypatch):
+def test_outputs_beyond_the_encoders_memory_take_more_passes(group, group_faces, test_thresholds, media_limits):
     """One output per pass here (as a 4K clip with several DNP members gets): the same files."""
-    monkeypatch.setattr(video_module, "ENCODED_PIXELS_AT_ONCE", 1)
+    media_limits(encoded_pixels_at_once=1)
     event = factories.event()
     user = factories.member(event, dnp=True)
     factories.ready_reference(user, group_faces[0].embedding, group_faces[0].engine)

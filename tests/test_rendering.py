@@ -9,9 +9,9 @@ from PIL import Image
 
 from faces import thresholds
 from faces.engines import resident_engine
-from faces.media.codec import encode_jpeg, thumbnail
+from faces.media.upload import encode_jpeg, thumbnail
 from faces.rendering.painters import (
-    FACE_EXPANSION,
+    PAINTING,
     blur_ellipse,
     blur_face,
     blur_rectangle,
@@ -49,8 +49,8 @@ def test_the_face_ellipse_is_the_box_grown_by_35_percent(group):
     height, width = group.shape[:2]
     box = (0.4, 0.3, 0.1, 0.2)
     x1, y1, x2, y2 = expanded_face_box(box, width, height)
-    assert (x2 - x1) == pytest.approx(0.1 * width * (1 + FACE_EXPANSION), abs=2)
-    assert (y2 - y1) == pytest.approx(0.2 * height * (1 + FACE_EXPANSION), abs=2)
+    assert (x2 - x1) == pytest.approx(0.1 * width * (1 + PAINTING.face_expansion), abs=2)
+    assert (y2 - y1) == pytest.approx(0.2 * height * (1 + PAINTING.face_expansion), abs=2)
     out = group.copy()
     blur_ellipse(out, (x1, y1, x2, y2))
     changed = np.abs(out.astype(int) - group.astype(int)).sum(axis=2) > 0

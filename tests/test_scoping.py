@@ -13,7 +13,7 @@ from django.db.models import Sum
 
 import faces.jobs  # noqa: F401  (registers the real handlers for the in-process loop)
 from faces.models import Face, Photo, PhotoVariant, SubjectReference, UnknownCluster
-from faces.rendering.files import faces_blurred_in
+from faces.publication import faces_blurred_in
 from momentlens.devservices import samples
 from tests.support import factories
 from tests.support.publishing_helpers import run_worker_drain

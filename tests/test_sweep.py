@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from faces.models import Event, Photo
-from faces.rendering import files, keys, sweep
+from faces.rendering import files, sweep
 from jobqueue.health import WorkerState
 from jobqueue.management.commands.run_worker import run_startup_work
 from jobqueue.worker import Worker, WorkerConfig
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retrie
 
 
 def derived_objects(photo: Photo) -> list[str]:
-    return [key for key in sweep.list_keys(keys.photo_prefix(photo.event_id, photo.id)) if keys.derived_version(key)]
+    return [key for key in sweep.list_keys(files.photo_prefix(photo.event_id, photo.id)) if files.derived_version(key)]
 
 
 def in_another_thread(action) -> None:
@@ -70,7 +70,7 @@ def test_a_sweep_between_a_jobs_uploads_and_its_commit_deletes_nothing_it_wrote(
 def test_the_sweep_never_deletes_a_version_newer_than_the_committed_one(dnp_photo):
     """What a failed try left (v1 while the row still says 0) may belong to a try still running: kept."""
     photo = dnp_photo
-    left_by_a_failed_try = keys.render_keys(photo.event_id, photo.id, 1, [None]).files[None]
+    left_by_a_failed_try = files.render_keys(photo.event_id, photo.id, 1, [None]).files[None]
     for key in left_by_a_failed_try:
         files.put(key, b"written by a try that rolled back")
     assert sweep_orphans(photo.event_id) == "sweep_orphans deleted=0 busy=0"
@@ -82,9 +82,9 @@ def test_uploads_under_the_derived_prefix_are_never_deleted(group, group_faces, 
     event = factories.event()
     user = factories.member(event, dnp=True)
     photo_id = uuid.uuid4()
-    prefix = keys.photo_prefix(event.id, photo_id)
+    prefix = files.photo_prefix(event.id, photo_id)
     # A reference upload in a derived shape, under the folder of a photo that does not exist.
-    stray = keys.render_keys(event.id, uuid.uuid4(), 1, [user]).files[user][0]
+    stray = files.render_keys(event.id, uuid.uuid4(), 1, [user]).files[user][0]
     reference = factories.reference(user, samples.derived_portrait(group, group_faces[0].box))
     factories.upload(stray, data=default_storage.open(reference.upload_key).read())
     reference.upload_key = stray

@@ -4,7 +4,7 @@ are `CLIP_SCHEDULE`'s.
 
 An animated image is looked at on every frame; a video on a cadence such that two looks are never more than the look
 interval (faces.tracks.Tracking.look_interval_s) apart (unless two consecutive frames are), so a track that reaches
-TRACK_PAD_S past its ends covers every frame between (faces/rendering/painters.py).
+Painting.track_pad_s past its ends covers every frame between (faces/rendering/painters.py).
 
 What the looks cannot see is a face that is only there between them: one that comes and goes within an interval,
 one hidden on every look frame, one blurred by its own motion on the look frames. Each of them changes the picture

@@ -9,13 +9,12 @@ from faces.checkpoint import Checkpoint
 from faces.detection import detect_and_store
 from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
-from faces.media import Media, MediaKind
+from faces.media import Media, MediaKind, read_object
 from faces.models import Event, EventMember, Photo
 from faces.people import PhotoMatch, cluster_faces, match_faces
-from faces.publication import unpublish
-from faces.rendering.files import plan_of, render_and_publish
+from faces.publication import plan_of, unpublish
+from faces.rendering.files import render_and_publish
 from faces.rendering.sweep import sweep_after_commit
-from faces.storage_io import read_object
 from jobqueue.api import JobContext, RowGone, enqueue_unless_waiting, lock_fan_out, register
 
 log = logging.getLogger("faces.jobs")

@@ -20,8 +20,8 @@ from faces import thresholds
 from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
 from faces.media.still import Still
+from faces.media.upload import read_object
 from faces.models import EventMember, SubjectReference
-from faces.storage_io import read_object
 from faces.thresholds import FaceQuality, head_turn
 from jobqueue.api import JobContext, RowGone, enqueue, enqueue_unless_waiting, register
 

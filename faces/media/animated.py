@@ -12,7 +12,6 @@ the file's first look, shows) is read as the first frame: it is looked at like e
 blurred, as the output's first frame and its poster.
 """
 
-import contextlib
 import io
 from collections.abc import Iterator
 
@@ -21,15 +20,19 @@ import numpy as np
 from PIL import Image
 
 from faces.checkpoint import Checkpoint, never_stop
-from faces.media import limits
 from faces.media.clip import Clip
-from faces.media.codec import poster
-from faces.media.kinds import MediaKind
-from faces.media.media import Painter, RenderedFile
 from faces.media.still import over_white
-from jobqueue.api import PermanentJobError
+from faces.media.upload import (
+    MediaKind,
+    MediaLimits,
+    MediaTooLarge,
+    Painter,
+    RenderedFile,
+    UndecodableMedia,
+    pillow_opened,
+    poster,
+)
 
-WEBP_QUALITY = 85
 # Browsers show a frame that asks for this many milliseconds or fewer (0 included) for PLAYED_INSTEAD_MS
 # (Chromium and Firefox alike, for GIF, APNG and WebP): that is what a viewer sees, and it gives every frame
 # a time of its own, so a frame is never two frames' moment.
@@ -41,17 +44,19 @@ class AnimatedImage(Clip):
     extension = "webp"
     every_frame = True
 
-    def __init__(self, data: bytes):
-        self.data = data
+    def __init__(self, data: bytes, limits: MediaLimits | None = None):
+        super().__init__(data, limits)
         with _opened(data) as image:
             self.width, self.height = image.size
             count = image.n_frames
-            limits.check_clip(frames=count, duration_s=0, width=self.width, height=self.height, held_in_memory=True)
+            self.limits.check_clip(
+                frames=count, duration_s=0, width=self.width, height=self.height, held_in_memory=True
+            )
             self.durations_ms = [_duration(image, index) for index in range(count)]
             # A GIF without a loop extension plays once; WebP and APNG say 0 (forever) when they loop.
             self.loop = int(image.info.get("loop", 1 if image.format == "GIF" else 0))
         self.duration_ms = sum(self.durations_ms)
-        limits.check_clip(frames=count, duration_s=self.duration_ms / 1000, width=self.width, height=self.height)
+        self.limits.check_clip(frames=count, duration_s=self.duration_ms / 1000, width=self.width, height=self.height)
         self.frame_count = count
         starts = np.cumsum([0, *self.durations_ms[:-1]])
         self.frame_times = [float(start) / 1000 for start in starts]
@@ -90,11 +95,11 @@ class AnimatedImage(Clip):
             append_images=out[1:],
             duration=self.durations_ms,
             loop=self.loop,
-            quality=WEBP_QUALITY,
+            quality=self.limits.webp_quality,
             exif=b"",
             xmp=b"",
         )
-        return RenderedFile(buffer.getvalue(), poster(first))
+        return RenderedFile(buffer.getvalue(), poster(first, self.limits))
 
     def _rgba_frames(self) -> Iterator[np.ndarray]:
         with _opened(self.data) as image:
@@ -102,19 +107,9 @@ class AnimatedImage(Clip):
                 yield _rgba(image, index)
 
 
-@contextlib.contextmanager
-def _opened(data: bytes) -> Iterator[Image.Image]:
-    """The animation, open; anything Pillow cannot read in it is undecodable media, never retried: a crash in
-    a decoder is a refusal with a reason, not three failed tries."""
-    try:
-        with Image.open(io.BytesIO(data)) as image:
-            yield image
-    except PermanentJobError:
-        raise
-    except Image.DecompressionBombError as error:
-        raise limits.MediaTooLarge(str(error)) from None
-    except Exception as error:  # Pillow raises many types for broken files (KeyError, struct.error, zlib.error...)
-        raise limits.UndecodableMedia(f"a frame does not decode: {type(error).__name__}: {error}") from None
+def _opened(data: bytes):
+    """The animation, open; anything Pillow cannot read in it is undecodable media."""
+    return pillow_opened(data, MediaTooLarge, UndecodableMedia, "a frame does not decode")
 
 
 def _rgba(image: Image.Image, index: int) -> np.ndarray:

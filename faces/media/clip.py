@@ -1,6 +1,6 @@
 """What an animated image and a video share: frames over time, never published as itself (docs/ARCHITECTURE.md §11)."""
 
-from faces.media.media import Media
+from faces.media.upload import Media
 
 
 class Clip(Media):

@@ -15,7 +15,7 @@ decoded frame.
 
 import io
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from pathlib import Path
 
@@ -24,21 +24,9 @@ import cv2
 import numpy as np
 
 from faces.checkpoint import Checkpoint, never_stop
-from faces.media import limits
 from faces.media.clip import Clip
-from faces.media.codec import poster
-from faces.media.kinds import MediaKind
-from faces.media.media import Painter, RenderedFile
+from faces.media.upload import MediaKind, MediaLimits, Painter, RenderedFile, UndecodableMedia, poster
 
-# x264: "veryfast" with the diamond motion search: 0.90-0.95x veryfast's CPU for the same file and luma PSNR
-# (bench/video_encoder.py). Its cheaper sub-pixel refinement (subme 1) would save a quarter more but leaves coding
-# noise in a blurred smeared face (tests/test_video_coverage.py's smeared look frame: detail 0.49 where a blur
-# leaves under 0.4). CRF 20 keeps faces that are not blurred as sharp as the phone's upload looks.
-X264_OPTIONS = {"preset": "veryfast", "crf": "20", "x264-params": "me=dia"}
-# x264 holds about 70 bytes per pixel of an output (its lookahead and reference frames: some
-# 600 MB for a 4K one). At most this many output pixels are encoded at once; more outputs (more
-# DNP members in a 4K clip) take another pass over the upload, so memory stays within the unit's.
-ENCODED_PIXELS_AT_ONCE = 2 * 3840 * 2160
 # The display matrix's counter-clockwise turn -> the turn that makes a frame upright.
 TURN = {90: cv2.ROTATE_90_COUNTERCLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_CLOCKWISE}
 
@@ -48,8 +36,8 @@ class Video(Clip):
     extension = "mp4"
     every_frame = False
 
-    def __init__(self, data: bytes):
-        self.data = data
+    def __init__(self, data: bytes, limits: MediaLimits | None = None):
+        super().__init__(data, limits)
         first, stamps, time_base, self._rate = self._header()
         self._first_pts, self._time_base = stamps[0], time_base
         self._frame_s = float(1 / self._rate)
@@ -62,7 +50,7 @@ class Video(Clip):
         # Every frame is shown at the first frame's size (a resolution change mid-stream is scaled to it).
         self._size = (first.width, first.height)
         width, height = self._size
-        limits.check_clip(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
+        self.limits.check_clip(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
         self.width, self.height = (height, width) if self._rotation in (90, 270) else (width, height)
         # Frames with nothing to blur skip the BGR round trip, unless they need turning or padding.
         self._as_decoded = self._rotation == 0 and width % 2 == 0 and height % 2 == 0
@@ -73,7 +61,7 @@ class Video(Clip):
         its frame rate."""
         with self._open() as container:
             stream = container.streams.video[0]
-            limits.check_frame(stream.codec_context.width, stream.codec_context.height)
+            self.limits.check_frame(stream.codec_context.width, stream.codec_context.height)
             rate = stream.average_rate or stream.guessed_rate or Fraction(30)
             first, stamps = None, []
             for packet in _demuxed(container, stream):
@@ -82,9 +70,9 @@ class Video(Clip):
                 if first is None:
                     first = next(iter(_decoded(packet)), None)
             if not stamps:
-                raise limits.UndecodableMedia("a video stream without a single timestamped frame")
+                raise UndecodableMedia("a video stream without a single timestamped frame")
             if first is None:
-                raise limits.UndecodableMedia("the video stream decoded to no frame")
+                raise UndecodableMedia("the video stream decoded to no frame")
             return first, sorted(stamps), stream.time_base, rate
 
     def frames(self) -> Iterator[tuple[float, np.ndarray]]:
@@ -110,7 +98,7 @@ class Video(Clip):
             self.duration_ms = round((time + self._frame_s) * 1000)
 
     def _upright(self, frame: av.VideoFrame) -> np.ndarray:
-        limits.check_frame(frame.width, frame.height)
+        self.limits.check_frame(frame.width, frame.height)
         pixels = frame.to_ndarray(format="bgr24")
         if (frame.width, frame.height) != self._size:
             pixels = cv2.resize(pixels, self._size, interpolation=cv2.INTER_AREA)
@@ -121,7 +109,7 @@ class Video(Clip):
         return self._as_decoded and (frame.width, frame.height) == self._size
 
     def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> list[RenderedFile]:
-        at_once = max(1, ENCODED_PIXELS_AT_ONCE // (self.width * self.height))
+        at_once = max(1, self.limits.encoded_pixels_at_once // (self.width * self.height))
         with tempfile.TemporaryDirectory(prefix="momentlens-video-") as folder:
             paths = [Path(folder) / f"out{index}.mp4" for index in range(len(painters))]
             posters = []
@@ -135,7 +123,10 @@ class Video(Clip):
         with self._open() as source:
             video_in = _decoding_ahead(source.streams.video[0])
             audio_in = source.streams.audio[0] if source.streams.audio else None
-            outputs = [_Output(path, self.width, self.height, video_in, audio_in, self._rate) for path in paths]
+            options = self.limits.x264_options
+            outputs = [
+                _Output(path, self.width, self.height, video_in, audio_in, self._rate, options) for path in paths
+            ]
             posters: list[bytes | None] = [None] * len(outputs)
             try:
                 frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
@@ -151,23 +142,23 @@ class Video(Clip):
                         pixels = self._upright(frame) if pixels is None else pixels
                         painted = pixels.copy()
                         painter(time, painted)
-                        posters[index] = posters[index] or poster(painted)
+                        posters[index] = posters[index] or poster(painted, self.limits)
                         output.video(painted, pts, self._time_base)
             finally:
                 for output in outputs:
                     output.close()
         if any(p is None for p in posters):
-            raise limits.UndecodableMedia("the video stream decoded to no frame")
+            raise UndecodableMedia("the video stream decoded to no frame")
         return posters
 
     def _open(self):
         try:
             container = av.open(io.BytesIO(self.data), mode="r")
         except av.FFmpegError as error:
-            raise limits.UndecodableMedia(f"not a video FFmpeg can read: {error}") from None
+            raise UndecodableMedia(f"not a video FFmpeg can read: {error}") from None
         if not container.streams.video:
             container.close()
-            raise limits.UndecodableMedia("a container without a video stream")
+            raise UndecodableMedia("a container without a video stream")
         return container
 
     def _pts(self, frame: av.VideoFrame, time: float) -> int:
@@ -215,22 +206,22 @@ def _demuxed(container, *streams) -> Iterator[av.Packet]:
     try:
         yield from container.demux(*streams)
     except av.FFmpegError as error:
-        raise limits.UndecodableMedia(f"the video breaks off: {error}") from None
+        raise UndecodableMedia(f"the video breaks off: {error}") from None
 
 
 def _decoded(packet: av.Packet) -> list:
     try:
         return packet.decode()
     except av.FFmpegError as error:
-        raise limits.UndecodableMedia(f"a frame does not decode: {error}") from None
+        raise UndecodableMedia(f"a frame does not decode: {error}") from None
 
 
 class _Output:
     """One MP4 being written: H.264 frames with the upload's timestamps, its sound encoded again as AAC."""
 
-    def __init__(self, path: Path, width: int, height: int, video_in, audio_in, rate: Fraction):
+    def __init__(self, path: Path, width: int, height: int, video_in, audio_in, rate: Fraction, x264_options: Mapping):
         self.container = av.open(str(path), mode="w", format="mp4", options={"movflags": "+faststart"})
-        self.stream = self.container.add_stream("libx264", rate=rate, options=X264_OPTIONS)
+        self.stream = self.container.add_stream("libx264", rate=rate, options=dict(x264_options))
         # yuv420p needs even sides: an odd one gets one copied row or column at its far edge.
         self.stream.width, self.stream.height = width + width % 2, height + height % 2
         self.stream.pix_fmt = "yuv420p"

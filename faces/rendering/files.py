@@ -1,13 +1,21 @@
-"""A photo's derived files: N DNP subjects in it give N+1 files and N+1 thumbnails.
+"""A photo's derived files: N DNP subjects in it give N+1 files and N+1 thumbnails (the plan: faces/publication.py).
 
 Every render bumps `variant_version` and puts it in every key, so no object a row
 points at is ever overwritten. Keys go onto the rows once every file is uploaded, and
 the photo row is written once, last, publishing it (faces/publication.py). All of it
 commits with the message's delete; the objects the rows stopped pointing at are
 deleted after the commit (faces/rendering/sweep.py).
+
+Derived object keys (docs/ARCHITECTURE.md §3): only the worker builds these, always versioned. A render's folder is
+`v{version}.{try}`: the version its rows will commit, and a token of the try that writes it. Two tries of one version
+(a try cut off from its session, still uploading, and the retry that commits) never write the same key, so no try
+ever replaces an object a committed row names. Keys written before the token (`v{version}/`) are still derived keys:
+read, swept, never written again.
 """
 
 import logging
+import re
+import secrets
 import time
 import uuid
 from collections.abc import Iterable
@@ -19,69 +27,40 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from faces.checkpoint import Checkpoint, never_stop
-from faces.media.media import Media
-from faces.models import Face, Photo, PhotoVariant
-from faces.people import PhotoMatch, match_of
-from faces.publication import publish
-from faces.rendering import keys
+from faces.media.upload import Media
+from faces.models import Photo, PhotoVariant
+from faces.people import PhotoMatch
+from faces.publication import PlannedFile, plan_files, publish, render_plan, storage_down
 from faces.rendering.painters import painters_of, region_box
-from faces.storage_io import storage_down
 
 log = logging.getLogger("faces.rendering")
 
-# Uploads are network waits, not CPU: they overlap the next file's render and encode
-# (OpenCV releases the GIL).
-UPLOAD_THREADS = 4
-# A file's upload is tried again after these pauses when storage blips (each try is botocore's own three).
-PUT_RETRY_S = (1.0, 2.0, 4.0)
+UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+# Every shape the worker writes, and so the only shapes it may ever delete.
+DERIVED_KEY = re.compile(
+    rf"^events/(?P<event>{UUID})/photos/(?P<photo>{UUID})/v(?P<version>[1-9][0-9]*)(?:\.[0-9a-f]{{8}})?/"
+    rf"(?:public|user_{UUID})(?:_thumb)?\.(?:jpg|webp|mp4)$"
+)
+
+
+@dataclass(frozen=True)
+class Uploads:
+    """How a render's files go to storage."""
+
+    # Uploads are network waits, not CPU: this many overlap the next file's render and encode (OpenCV releases the GIL).
+    threads: int = 4
+    # A file's upload is tried again after these pauses when storage blips (each try is botocore's own three).
+    retry_pauses_s: tuple[float, ...] = (1.0, 2.0, 4.0)
+
+
+UPLOADS = Uploads()
 
 
 @cache
 def upload_pool() -> ThreadPoolExecutor:
     """Started by the first render, then kept as long as the process, so that each thread keeps its S3
     connection (django-storages holds one per thread); a process that never renders starts no thread."""
-    return ThreadPoolExecutor(max_workers=UPLOAD_THREADS, thread_name_prefix="upload")
-
-
-@dataclass(frozen=True)
-class PlannedFile:
-    viewer: uuid.UUID | None  # None: the public file
-    faces: list[Face]  # the faces this file blurs
-
-
-def plan_files(photo: Photo, match: PhotoMatch | None, *, always: bool = False) -> list[PlannedFile]:
-    """The public file plus one per DNP member matched in the photo; none at all when nothing is blurred
-    (unless `always`: an upload that may not be published as itself, a clip or a still with more in its
-    bytes than the picture the worker saw)."""
-    decisions = {None: []} if match is None else match.by_file
-    if not always and not photo.blur_regions and not any(decisions[None]):
-        return []
-    faces = match.faces if match else []
-    return [
-        PlannedFile(viewer, [face for face, blurred in zip(faces, chosen, strict=True) if blurred])
-        for viewer, chosen in decisions.items()
-    ]
-
-
-def faces_blurred_in(photo: Photo, viewer: uuid.UUID | None = None) -> list[Face]:
-    """Which of the photo's stored faces the file `viewer` sees blurs (None: the public file, which a member
-    without a file of their own sees too), matched now and planned as a render plans: what the demo report and
-    the chaos checks hold the published files to."""
-    files = {file.viewer: file.faces for file in plan_files(photo, match_of(photo, photo.shown_size), always=True)}
-    return files.get(viewer, files[None])
-
-
-def render_plan(photo: Photo, planned: list[PlannedFile]) -> dict:
-    """What a render's files blur, as photos.render_plan keeps it: the blur regions, and the ids of the
-    faces each file blurs ("public", or a DNP member's user id). Faces never move once stored, so two
-    renders with the same plan write the same files (faces/jobs/photo_jobs.py, `reprocess`)."""
-    blurred = {str(file.viewer or "public"): sorted(str(face.id) for face in file.faces) for file in planned}
-    return {"regions": photo.blur_regions, "public": [], **blurred}
-
-
-def plan_of(photo: Photo, match: PhotoMatch | None) -> dict:
-    """The render plan the photo's files would have now (every file planned, as for a clip)."""
-    return render_plan(photo, plan_files(photo, match, always=True))
+    return ThreadPoolExecutor(max_workers=UPLOADS.threads, thread_name_prefix="upload")
 
 
 def render_and_publish(
@@ -115,14 +94,14 @@ def upload_files(
     ext: str,
 ) -> int:
     """Upload each planned file (its bytes and its JPEG thumbnail, in `encoded`) in this try's own folder
-    (faces/rendering/keys.py), then point the rows at them, in memory for the photo row (`publish` writes
+    (`render_keys`), then point the rows at them, in memory for the photo row (`publish` writes
     it). The uploads run in the pool while the next file is encoded. A try whose session the server closed
     writes nothing (the render's last checkpoint comes before the first file is given, Media.render): another
     reader may be on its message; one that writes anyway writes its own keys, in the folder the `render_folder`
     line names: no row names them unless this try commits, and the sweeps delete them (tests/chaos checks both
     for every try cut off from its session)."""
     viewers = [file.viewer for file in planned]
-    written = keys.render_keys(photo.event_id, photo.id, photo.variant_version, viewers, ext)
+    written = render_keys(photo.event_id, photo.id, photo.variant_version, viewers, ext)
     log.info("render_folder", extra={"photo_id": str(photo.id), "folder": written.folder})
     pairs = zip(viewers, encoded, strict=True)
     uploaded = [_upload(*written.files[viewer], data, thumb) for viewer, (data, thumb) in pairs]
@@ -171,10 +150,10 @@ def _point_at(photo: Photo, viewer: uuid.UUID | None, key: str, thumb_key: str) 
 
 
 def put(key: str, data: bytes) -> None:
-    """Write one file; a blip of storage (storage_io.storage_down) is retried here, PUT_RETRY_S apart, so that a
-    long render (a clip's minutes) is not lost for one failed upload. A longer outage reaches the consumer, which
-    waits it out (jobqueue/outage.py)."""
-    for delay_s in (*PUT_RETRY_S, None):
+    """Write one file; a blip of storage (faces.publication.storage_down) is retried here, UPLOADS.retry_pauses_s
+    apart, so that a long render (a clip's minutes) is not lost for one failed upload. A longer outage reaches the
+    consumer, which waits it out (jobqueue/outage.py)."""
+    for delay_s in (*UPLOADS.retry_pauses_s, None):
         try:
             saved = default_storage.save(key, ContentFile(data))
             break
@@ -185,3 +164,31 @@ def put(key: str, data: bytes) -> None:
             time.sleep(delay_s)
     if saved != key:
         raise RuntimeError(f"storage wrote {saved} instead of {key}")
+
+
+def photo_prefix(event_id, photo_id) -> str:
+    return f"events/{event_id}/photos/{photo_id}/"
+
+
+@dataclass(frozen=True)
+class RenderKeys:
+    """The keys one try's render writes: its folder, and each file's key and its thumbnail's, by viewer (None:
+    the public file)."""
+
+    folder: str
+    files: dict[uuid.UUID | None, tuple[str, str]]
+
+
+def render_keys(event_id, photo_id, version: int, viewers: list[uuid.UUID | None], ext: str = "jpg") -> RenderKeys:
+    """The keys of a new try's render of `version`, for the public file and each viewer's: in a folder of its
+    own (a new token), each file (`ext`: jpg, webp for an animated image, mp4 for a video) beside its
+    thumbnail, always a JPEG."""
+    folder = f"{photo_prefix(event_id, photo_id)}v{version}.{secrets.token_hex(4)}/"
+    bases = {viewer: folder + ("public" if viewer is None else f"user_{viewer}") for viewer in viewers}
+    return RenderKeys(folder, {viewer: (f"{base}.{ext}", f"{base}_thumb.jpg") for viewer, base in bases.items()})
+
+
+def derived_version(key: str) -> int | None:
+    """The version of a key of a derived shape; None for any other key (an upload, a stranger's file)."""
+    found = DERIVED_KEY.match(key)
+    return int(found["version"]) if found else None

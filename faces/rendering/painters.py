@@ -3,9 +3,9 @@ a clip's track is blurred at every time, looked at or not.
 
 A video is looked at so that two looks are never more than the look interval apart (faces.tracks.Tracking,
 faces/detection/clips.py). So every frame that is not looked at lies less than that interval from a look on each
-side, and a track that reaches TRACK_PAD_S (more than that) past its first and last sightings covers every frame that
-either neighbouring look would have blurred, whatever the frame times (variable frame rates included), without storing
-the schedule.
+side, and a track that reaches Painting.track_pad_s (more than that) past its first and last sightings covers every
+frame that either neighbouring look would have blurred, whatever the frame times (variable frame rates included),
+without storing the schedule.
 
 Between two sightings the face is blurred along its path from one to the other; past its ends it is
 carried on at its track's velocity, and the boxes grow with the time from the sighting (faces enter
@@ -13,9 +13,12 @@ and leave at a walk or faster, between two looks).
 
 The blur cannot be undone (docs/ARCHITECTURE.md §7). Downsampling to a few cells discards the face's
 information; upsampling and a box blur on top remove the blocks' edges, which would otherwise keep a coarse
-shape. A single light Gaussian would be partially invertible. BLUR_CELLS is the strength: chosen so that a
-blurred DNP face no longer matches its owner's reference at the `blur` threshold (tests/test_rendering.py proves
+shape. A single light Gaussian would be partially invertible. Painting.blur_cells is the strength: chosen so that
+a blurred DNP face no longer matches its owner's reference at the `blur` threshold (tests/test_rendering.py proves
 it with the real buffalo_s engine).
+
+How much is blurred, how hard, and how far a track reaches is one Painting (PAINTING), handed to each painter and
+track; a bench varies it with `dataclasses.replace` and passes it in.
 """
 
 import bisect
@@ -29,23 +32,35 @@ from faces.geometry import FractionBox, FractionCorners, restored_face_box
 from faces.models import Face
 from faces.tracks import TRACKING, Seen
 
-# A detection box is tight: grow it so hair, ears, jaw and neckline are covered.
-FACE_EXPANSION = 0.35
-# How many cells the short side of a face is reduced to before upsampling.
-BLUR_CELLS = 6
-# The box blur on top, as a fraction of the region's short side.
-BOX_BLUR_FRACTION = 0.25
-# A track reaches this far past its first and last sightings: more than the look interval (0.2 s).
-TRACK_PAD_S = 0.25
-# Past a track's ends the face keeps moving: its box is carried on at the track's last velocity,
-# with MOVING_SLACK face sizes a second for a change of pace, or, seen once only, may have gone
-# LONE_SPEED face sizes a second any way; and it grows by END_GROWTH face sizes on every side.
-MOVING_SLACK = 1.0
-LONE_SPEED = 10.0
-END_GROWTH = 0.25
-PATH_STEP = 0.25
 # When a file paints anything, as (from, to) times: always, for a still's faces and for blur regions.
 ALWAYS = (-math.inf, math.inf)
+
+
+@dataclass(frozen=True)
+class Painting:
+    """How a file's blur is painted: how much of a face it covers, how hard, and where a clip's track is blurred
+    between and past its sightings (docs/ARCHITECTURE.md §7, §11)."""
+
+    # A detection box is tight: grown by this fraction so hair, ears, jaw and neckline are covered.
+    face_expansion: float = 0.35
+    # The strength: the short side of a blurred area is reduced to this many cells before upsampling.
+    blur_cells: int = 6
+    # The box blur on top, as a fraction of the area's short side: it removes the cells' edges.
+    box_blur_fraction: float = 0.25
+    # A track reaches this far past its first and last sightings, in seconds: more than the look interval.
+    track_pad_s: float = 0.25
+    # Past a track's ends the face is carried on at the track's last velocity, with this many face sizes a second
+    # more on every side for a change of pace.
+    moving_slack: float = 1.0
+    # A face seen once only may have gone this many face sizes a second any way.
+    lone_speed: float = 10.0
+    # Past an end, a box also grows by this many face sizes on every side.
+    end_growth: float = 0.25
+    # A face's path between two boxes is blurred in boxes this many face widths apart.
+    path_step: float = 0.25
+
+
+PAINTING = Painting()
 
 
 @dataclass(frozen=True)
@@ -54,14 +69,15 @@ class Track:
 
     times: list[float]
     boxes: list[FractionCorners]
+    painting: Painting
 
     @property
     def start(self) -> float:
-        return self.times[0] - TRACK_PAD_S
+        return self.times[0] - self.painting.track_pad_s
 
     @property
     def end(self) -> float:
-        return self.times[-1] + TRACK_PAD_S
+        return self.times[-1] + self.painting.track_pad_s
 
     def boxes_at(self, time: float) -> list[FractionCorners]:
         """Where to blur at `time` (an ellipse in each box): a sighting's box; between two sightings,
@@ -76,7 +92,7 @@ class Track:
             return self._beyond(0, 1, time)
         if after > last:
             return self._beyond(last, last - 1, time)
-        between = _path(self.boxes[after - 1], self.boxes[after])
+        between = self._path(self.boxes[after - 1], self.boxes[after])
         if self.times[after] - self.times[after - 1] <= TRACKING.look_interval_s + 1e-6:
             return between
         # Looks in between missed the face (it was hidden, or gone and back): it may have left from
@@ -86,29 +102,33 @@ class Track:
     def _beyond(self, end: int, inner: int, time: float) -> list[FractionCorners]:
         """Before or after the sighting `end` (with `inner` the one next to it inside the track, if
         any): where the face may have come from, or gone."""
-        box, seconds = self.boxes[end], abs(time - self.times[end])
+        box, seconds, painting = self.boxes[end], abs(time - self.times[end]), self.painting
         if not 0 <= inner < len(self.times):
-            return [_grown(box, END_GROWTH + LONE_SPEED * seconds)]
+            return [_grown(box, painting.end_growth + painting.lone_speed * seconds)]
         velocity = (box - self.boxes[inner]) / (self.times[end] - self.times[inner])
         carried = box + velocity * (time - self.times[end])
-        return [_grown(step, END_GROWTH + MOVING_SLACK * seconds) for step in _path(box, carried)]
+        return [
+            _grown(step, painting.end_growth + painting.moving_slack * seconds) for step in self._path(box, carried)
+        ]
+
+    def _path(self, a: FractionCorners, b: FractionCorners) -> list[FractionCorners]:
+        """Boxes from `a` to `b`, the painting's path_step face widths apart: their ellipses cover every place
+        between (one ellipse in the hull of both would leave the ends of a long stride uncovered)."""
+        width = min(a[2] - a[0], b[2] - b[0])
+        stride = float(np.linalg.norm((b[:2] + b[2:]) / 2 - (a[:2] + a[2:]) / 2))
+        steps = max(1, math.ceil(stride / (self.painting.path_step * width))) if width > 0 else 1
+        return [a + (b - a) * (step / steps) for step in range(steps + 1)]
 
 
-def tracks_of(sightings: list[tuple[int, float, FractionCorners]]) -> dict[int, Track]:
-    """Each track, from (track number, time, box) per sighting, reaching TRACK_PAD_S past both ends."""
+def tracks_of(sightings: list[tuple[int, float, FractionCorners]], painting: Painting = PAINTING) -> dict[int, Track]:
+    """Each track, from (track number, time, box) per sighting, reaching the painting's track_pad_s past both ends."""
     grouped: dict[int, list[Seen]] = {}
     for number, time, box in sorted(sightings, key=lambda s: (s[0], s[1])):
         grouped.setdefault(number, []).append((time, box))
-    return {number: Track([time for time, _ in seen], [box for _, box in seen]) for number, seen in grouped.items()}
-
-
-def _path(a: FractionCorners, b: FractionCorners) -> list[FractionCorners]:
-    """Boxes from `a` to `b`, PATH_STEP face widths apart: their ellipses cover every place between
-    (one ellipse in the hull of both would leave the ends of a long stride uncovered)."""
-    width = min(a[2] - a[0], b[2] - b[0])
-    stride = float(np.linalg.norm((b[:2] + b[2:]) / 2 - (a[:2] + a[2:]) / 2))
-    steps = max(1, math.ceil(stride / (PATH_STEP * width))) if width > 0 else 1
-    return [a + (b - a) * (step / steps) for step in range(steps + 1)]
+    return {
+        number: Track([time for time, _ in seen], [box for _, box in seen], painting)
+        for number, seen in grouped.items()
+    }
 
 
 def _grown(box: FractionCorners, sizes: float) -> FractionCorners:
@@ -129,43 +149,49 @@ class BlurPainter:
     width: int
     height: int
     spans: list[tuple[float, float]]
+    painting: Painting
 
     @classmethod
-    def of(cls, faces: list[Face], tracks: dict[int, Track], regions: list, width: int, height: int) -> "BlurPainter":
+    def of(
+        cls, faces: list[Face], tracks: dict[int, Track], regions: list, width: int, height: int, painting: Painting
+    ) -> "BlurPainter":
         """A clip's file: the tracks of the faces it blurs."""
         chosen = [tracks[number] for number in sorted({face.track for face in faces})]
         spans = [ALWAYS] if regions else [(track.start - 1e-6, track.end + 1e-6) for track in chosen]
-        return cls(chosen, [], regions, width, height, spans)
+        return cls(chosen, [], regions, width, height, spans, painting)
 
     @classmethod
-    def of_still(cls, faces: list[Face], regions: list, width: int, height: int) -> "BlurPainter":
+    def of_still(cls, faces: list[Face], regions: list, width: int, height: int, painting: Painting) -> "BlurPainter":
         """A still's file: the faces it blurs, where they were stored."""
-        return cls([], [_box(face) for face in faces], regions, width, height, [ALWAYS] if faces or regions else [])
+        spans = [ALWAYS] if faces or regions else []
+        return cls([], [_box(face) for face in faces], regions, width, height, spans, painting)
 
     def __call__(self, time: float, frame: np.ndarray) -> None:
         for box in self.still_faces + _track_faces(self.tracks, time):
-            blur_face(frame, box, self.width, self.height)
+            blur_face(frame, box, self.width, self.height, self.painting)
         for region in self.regions:
-            blur_rectangle(frame, region)
+            blur_rectangle(frame, region, self.painting)
 
 
-def painters_of(blurred: list[list[Face]], faces: list[Face], regions: list, width: int, height: int) -> list:
+def painters_of(
+    blurred: list[list[Face]], faces: list[Face], regions: list, width: int, height: int, painting: Painting = PAINTING
+) -> list:
     """One painter per file, each blurring its list of `blurred` faces: a still's where they were stored, a
     clip's (faces with a track) along their tracks, made from all the photo's `faces`; and the blur regions
     (pixel boxes) in every file."""
     if not faces or faces[0].track is None:
-        return [BlurPainter.of_still(chosen, regions, width, height) for chosen in blurred]
-    tracks = clip_tracks(faces, width, height)
-    return [BlurPainter.of(chosen, tracks, regions, width, height) for chosen in blurred]
+        return [BlurPainter.of_still(chosen, regions, width, height, painting) for chosen in blurred]
+    tracks = clip_tracks(faces, width, height, painting)
+    return [BlurPainter.of(chosen, tracks, regions, width, height, painting) for chosen in blurred]
 
 
-def clip_tracks(faces: list[Face], width: int, height: int) -> dict[int, Track]:
+def clip_tracks(faces: list[Face], width: int, height: int, painting: Painting = PAINTING) -> dict[int, Track]:
     """The stored faces' tracks, each sighting's box restored past the frame's edge like a still's."""
     scale = np.array([width, height] * 2, dtype=np.float64)
     sightings = [
         (face.track, face.frame_time, np.array(restored_face_box(_box(face), width, height)) / scale) for face in faces
     ]
-    return tracks_of(sightings)
+    return tracks_of(sightings, painting)
 
 
 def _track_faces(tracks: list[Track], time: float) -> list[FractionBox]:
@@ -181,8 +207,11 @@ def _box(face: Face) -> FractionBox:
     return face.box_x, face.box_y, face.box_w, face.box_h
 
 
-def expanded_face_box(box: tuple[float, float, float, float], width: int, height: int) -> tuple[int, int, int, int]:
-    """The face box (fractions x, y, w, h) grown by FACE_EXPANSION about its centre, in pixels, NOT clipped.
+def expanded_face_box(
+    box: tuple[float, float, float, float], width: int, height: int, painting: Painting = PAINTING
+) -> tuple[int, int, int, int]:
+    """The face box (fractions x, y, w, h) grown by the painting's face_expansion about its centre, in pixels, NOT
+    clipped.
 
     A face cut by the image edge keeps its whole ellipse: clipping first would shrink the
     expansion to nothing on the cut side and narrow the ellipse to a point at the border.
@@ -191,7 +220,8 @@ def expanded_face_box(box: tuple[float, float, float, float], width: int, height
     """
     x1, y1, x2, y2 = restored_face_box(box, width, height)
     cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
-    half_w, half_h = (x2 - x1) * (1 + FACE_EXPANSION) / 2, (y2 - y1) * (1 + FACE_EXPANSION) / 2
+    grown = 1 + painting.face_expansion
+    half_w, half_h = (x2 - x1) * grown / 2, (y2 - y1) * grown / 2
     return (
         int(np.floor(cx - half_w)),
         int(np.floor(cy - half_h)),
@@ -206,13 +236,15 @@ def region_box(region: dict, width: int, height: int) -> tuple[int, int, int, in
     return _clip(x * width, y * height, (x + w) * width, (y + h) * height, width, height)
 
 
-def blur_face(image: np.ndarray, box: tuple[float, float, float, float], width: int, height: int) -> None:
+def blur_face(
+    image: np.ndarray, box: tuple[float, float, float, float], width: int, height: int, painting: Painting = PAINTING
+) -> None:
     """The face `box` (x, y, w, h fractions of the width x height image) blurred: an ellipse over it, grown by
-    FACE_EXPANSION and restored past the image's edge (expanded_face_box)."""
-    blur_ellipse(image, expanded_face_box(box, width, height))
+    the painting's face_expansion and restored past the image's edge (expanded_face_box)."""
+    blur_ellipse(image, expanded_face_box(box, width, height, painting), painting)
 
 
-def blur_ellipse(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
+def blur_ellipse(image: np.ndarray, box: tuple[int, int, int, int], painting: Painting = PAINTING) -> None:
     """Blur, in place, the part inside the image of the ellipse inscribed in `box` (which may overhang the image).
 
     The strength comes from the whole ellipse, not from the visible part: a thin strip of a
@@ -228,28 +260,28 @@ def blur_ellipse(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
     centre = ((x1 + x2) / 2 - cx1, (y1 + y2) / 2 - cy1)
     cv2.ellipse(mask, (centre, (x2 - x1, y2 - y1), 0), 255, -1)
     # OpenCV's masked copy writes into the frame's own pixels, without numpy's boolean mask of every channel.
-    cv2.copyTo(destroyed(roi, strength_side=min(x2 - x1, y2 - y1)), mask, roi)
+    cv2.copyTo(destroyed(roi, min(x2 - x1, y2 - y1), painting), mask, roi)
 
 
-def blur_rectangle(image: np.ndarray, box: tuple[int, int, int, int]) -> None:
+def blur_rectangle(image: np.ndarray, box: tuple[int, int, int, int], painting: Painting = PAINTING) -> None:
     x1, y1, x2, y2 = box
     if x2 - x1 < 2 or y2 - y1 < 2:
         return
     roi = image[y1:y2, x1:x2]
-    roi[...] = destroyed(roi, strength_side=min(x2 - x1, y2 - y1))
+    roi[...] = destroyed(roi, min(x2 - x1, y2 - y1), painting)
 
 
-def destroyed(roi: np.ndarray, strength_side: int) -> np.ndarray:
+def destroyed(roi: np.ndarray, strength_side: int, painting: Painting = PAINTING) -> np.ndarray:
     """Downsample hard, upsample, box-blur: the region with its detail gone.
 
     Cells and kernel are sized from `strength_side`, the short side of the whole region
     being blurred, even where only part of it lies on the image.
     """
     height, width = roi.shape[:2]
-    cell = max(1.0, strength_side / BLUR_CELLS)
+    cell = max(1.0, strength_side / painting.blur_cells)
     small = cv2.resize(roi, (max(1, round(width / cell)), max(1, round(height / cell))), interpolation=cv2.INTER_AREA)
     smooth = cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR)
-    kernel = max(3, int(strength_side * BOX_BLUR_FRACTION) | 1)
+    kernel = max(3, int(strength_side * painting.box_blur_fraction) | 1)
     return cv2.blur(smooth, (kernel, kernel))
 
 

@@ -5,7 +5,7 @@ whatever lies there of a derived shape, that no row names and that is not newer 
 the row's committed `variant_version`, is garbage (a replaced version, or what a
 failed try left behind). What the sweep may delete, and nothing else:
 
-- only keys of the worker's own derived shapes (keys.DERIVED_KEY): an upload the API
+- only keys of the worker's own derived shapes (files.DERIVED_KEY): an upload the API
   stored under the prefix is never touched, and no key that any photo or reference
   row names as its upload is deleted, whatever its shape;
 - never a version newer than the committed `variant_version`: a job in flight may be
@@ -31,7 +31,7 @@ from django.db import OperationalError, transaction
 from django.db.models import Q
 
 from faces.models import Photo, PhotoVariant, SubjectReference
-from faces.rendering.keys import DERIVED_KEY, derived_version, photo_prefix
+from faces.rendering.files import DERIVED_KEY, derived_version, photo_prefix
 
 log = logging.getLogger("faces.sweep")
 

@@ -52,7 +52,7 @@ def unblurred_stills(chaos) -> int:
     """Every face the blur decision marks, in every published still's file, differs strongly from the upload as
     a viewer sees it (its orientation applied). A file of another shape than that (a sideways render) counts as
     one violation at least. (A multi-frame upload's files: unblurred_clips.)"""
-    from faces.rendering.files import faces_blurred_in
+    from faces.publication import faces_blurred_in
 
     violations, tally = 0, StillTally()
     for photo in published_photos():
@@ -160,7 +160,7 @@ def unblurred_clips(chaos) -> int:
 def faces_to_check(clip: ClipFile, photo, tally: ClipTally) -> list[tuple[int, Box, str]]:
     """(frame, box, what) of each face the file must hide: the seed's DNP faces but the viewer's own (whose
     change goes to tally.own), then each face row the blur decision marks that no seed face already covers."""
-    from faces.rendering.files import faces_blurred_in
+    from faces.publication import faces_blurred_in
 
     to_check = []
     for frame, shown in enumerate(clip.upload.dnp):
@@ -249,7 +249,7 @@ def edge_cut_kept(cut: EdgeCut, rendered: np.ndarray, upload: np.ndarray) -> boo
 
 def edge_cut_missed(cut: EdgeCut, photo, seen: Counter) -> list[str]:
     """Why the public file's blur decision left the cut face out, if it did: not detected, or not marked."""
-    from faces.rendering.files import faces_blurred_in
+    from faces.publication import faces_blurred_in
 
     face = cut.stored_face(list(photo.faces.all()))
     if face is not None and face.id in {marked.id for marked in faces_blurred_in(photo, None)}:

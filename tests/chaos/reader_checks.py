@@ -18,8 +18,8 @@ def readers_at_once(chaos, lines: list[dict], snapshot) -> int:
     try, until the earlier one commits or rolls back. A try whose session ended while it ran (its row lock
     with it) may overlap another reader's try, old message or new, for as long as it runs to its next
     checkpoint: it can commit nothing (its transaction was on that session), and what it uploads lies in its
-    own folder (faces/rendering/keys.py), which no row may name and the sweeps must delete. Those pairs are
-    counted in a note, and the cut-off try's folders checked."""
+    own folder (faces/rendering/files.py, `render_keys`), which no row may name and the sweeps must delete. Those
+    pairs are counted in a note, and the cut-off try's folders checked."""
     by_photo: dict[str, list[Try]] = defaultdict(list)
     for attempt in chaos.faults.killed_tries + photo_tries(lines, chaos.faults.windows):
         by_photo[attempt.photo_id].append(attempt)

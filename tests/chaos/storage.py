@@ -70,7 +70,7 @@ def replaced_named_objects(snapshot: Snapshot, first_seen: dict[str, str]) -> se
 
 def derived_photo(key: str) -> tuple[str, int] | None:
     """(photo id, version) of a derived object's key; None for any other key."""
-    from faces.rendering.keys import DERIVED_KEY
+    from faces.rendering.files import DERIVED_KEY
 
     found = DERIVED_KEY.match(key)
     return (found["photo"].lower(), int(found["version"])) if found else None

@@ -122,8 +122,8 @@ def expected_files_present(chaos, photo) -> bool:
     """N DNP subjects matched → N+1 files and thumbnails under the current version; none when nothing is blurred,
     unless the upload is an animation or a video (it is never published as itself: its N+1 files always)."""
     from faces.models import EventMember
-    from faces.rendering.files import faces_blurred_in
-    from faces.rendering.keys import photo_prefix
+    from faces.publication import faces_blurred_in
+    from faces.rendering.files import photo_prefix
 
     dnp = set(EventMember.objects.dnp().filter(event_id=photo.event_id).values_list("user_id", flat=True))
     own = {face.matched_user_id for face in photo.faces.all() if face.matched_user_id in dnp}

@@ -27,7 +27,7 @@ def try_folder_files(photo) -> list[str]:
 
 
 def untokened(key: str) -> str:
-    """A derived key without its try's token (faces/rendering/keys.py): `…/v1/public.jpg`, as tests name keys."""
+    """A derived key without its try's token (faces/rendering/files.py): `…/v1/public.jpg`, as tests name keys."""
     return re.sub(r"/v(\d+)\.[0-9a-f]{8}/", r"/v\1/", key)
 
 

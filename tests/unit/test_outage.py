@@ -3,7 +3,7 @@
 import botocore.exceptions
 import pytest
 
-from faces.storage_io import storage_down
+from faces.publication import storage_down
 from jobqueue.outage import dependency_down
 
 

@@ -42,3 +42,17 @@ def test_a_bad_sentry_dsn_is_named_without_its_value(monkeypatch):
     assert "secret-key-123" not in str(raised.value)
     monkeypatch.setenv("SENTRY_DSN", "http://publickey@127.0.0.1:9/1")
     assert env.sentry_dsn("SENTRY_DSN") == "http://publickey@127.0.0.1:9/1"
+
+
+def test_every_media_setting_is_a_media_limit(settings):
+    """Each MEDIA_MAX_* setting reaches faces.media.upload.MediaLimits through `from_settings`."""
+    from django import conf
+
+    from faces.media.upload import MediaLimits
+
+    names = sorted(name for name in dir(conf.settings) if name.startswith("MEDIA_MAX_"))
+    for value, name in enumerate(names, 1):
+        setattr(settings, name, value)
+    limits = list(vars(MediaLimits.from_settings()).values())
+    assert len(names) == 7
+    assert all(value in limits for value in range(1, len(names) + 1))

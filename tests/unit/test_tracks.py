@@ -10,7 +10,7 @@ import pytest
 
 from faces.detection.clips import scheduled
 from faces.people import Candidates, PhotoMatch
-from faces.rendering.painters import TRACK_PAD_S, tracks_of
+from faces.rendering.painters import PAINTING, tracks_of
 from faces.thresholds import FaceQuality, FaceView, Thresholds
 from faces.tracks import TRACKING, link
 
@@ -61,7 +61,7 @@ def test_an_animated_image_is_detected_on_every_frame():
 
 def test_the_padding_reaches_past_the_next_look():
     """Padding shorter than the interval would leave frames between two looks uncovered."""
-    assert TRACK_PAD_S > TRACKING.look_interval_s
+    assert PAINTING.track_pad_s > TRACKING.look_interval_s
 
 
 def test_a_moving_face_is_one_track_and_two_guests_are_two():
