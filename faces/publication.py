@@ -21,8 +21,8 @@ from django.core.files.storage import default_storage
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from faces.matching import PhotoMatch, match_of
 from faces.models import Face, Photo
+from faces.people import PhotoMatch, match_of
 
 # Every column of the photo row a render writes: one UPDATE, the job's last write.
 RENDERED_ROW = (
