@@ -73,9 +73,12 @@ def run_worker(tree: Path) -> list[str]:
 
 
 def drain(tree: Path, env: dict, log: Path) -> None:
-    """`tree`'s worker, until the queue is empty."""
+    """`tree`'s worker, until the queue is empty; a worker that fails ends the bench with its log's last lines."""
     with open(log, "w") as out:
-        subprocess.run(run_worker(tree), cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT, check=True)
+        finished = subprocess.run(run_worker(tree), cwd=tree, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if finished.returncode != 0:
+        last_lines = "\n".join(log.read_text().splitlines()[-20:])
+        raise SystemExit(f"the worker of {tree} exited {finished.returncode}; its log ends:\n{last_lines}")
 
 
 def empty_database() -> None:
