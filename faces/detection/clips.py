@@ -83,6 +83,17 @@ class ClipSchedule:
     region_growth: float = 0.5
     # And by at least this many frame pixels, for the same reason.
     region_margin_px: int = 48
+    # A face the searched region cuts is searched again this many of its sizes around it: a sliver's height is the
+    # face's, its width is not.
+    cut_face_reach: float = 1.5
+    # A face within its size divided by this (and at least cut_margin_px) of a region's inner edge is cut by it: the
+    # detector stops a little short of an edge that cuts a face.
+    cut_margin_divisor: int = 6
+    cut_margin_px: float = 2.0
+    # The camera's shift between two grey copies is taken out only when phase correlation is this sure of it, and
+    # it moves half a cell or more.
+    least_shift_response: float = 0.1
+    least_shift_cells: float = 0.5
 
     def look_plan_of(self, width: int, height: int) -> Plan:
         """A video frame's look plan (or a region of one's): look_plan at the budget above, its scale rounded down
@@ -192,9 +203,9 @@ def _analyze_region(
         return engine.analyze(frame, plan=look, checkpoint=checkpoint)
     found = []
     for face in _search(engine, frame, region, look, schedule, checkpoint):
-        if _cut_by(face.box, region, width, height):
+        if _cut_by(face.box, region, width, height, schedule):
             x1, y1, x2, y2 = (float(v) for v in face.box)
-            reach = 1.5 * max(x2 - x1, y2 - y1)  # a sliver's height is the face's: its width is not
+            reach = schedule.cut_face_reach * max(x2 - x1, y2 - y1)
             around = (x1 - reach, y1 - reach, x2 + reach, y2 + reach)
             whole = _search(engine, frame, _clipped(around, width, height), look, schedule, checkpoint)
             face = max(whole, key=lambda other: iou(face.box, other.box), default=face)
@@ -230,12 +241,12 @@ def _on_frame_edge(region, width: int, height: int) -> bool:
     return x1 <= 0 or y1 <= 0 or x2 >= width or y2 >= height
 
 
-def _cut_by(box, region, width: int, height: int) -> bool:
-    """Whether the box comes near (a sixth of its size) an edge of the region that is not the frame's edge:
-    the detector stops a little short of an edge that cuts a face."""
+def _cut_by(box, region, width: int, height: int, schedule: ClipSchedule) -> bool:
+    """Whether the box comes near (its size over ClipSchedule.cut_margin_divisor) an edge of the region that is not
+    the frame's edge."""
     x1, y1, x2, y2 = region
     bx1, by1, bx2, by2 = (float(v) for v in box)
-    margin = max(2.0, max(bx2 - bx1, by2 - by1) / 6)
+    margin = max(schedule.cut_margin_px, max(bx2 - bx1, by2 - by1) / schedule.cut_margin_divisor)
     return (
         (x1 > 0 and bx1 <= x1 + margin)
         or (y1 > 0 and by1 <= y1 + margin)
@@ -308,7 +319,7 @@ def _change(previous: np.ndarray | None, small: np.ndarray, width: int, height: 
         return Change()
     if float(cv2.absdiff(previous, small).mean()) >= schedule.cut_level:
         return Change(cut=True, whole_frame=True)
-    shifted = _shifted(previous, small)
+    shifted = _shifted(previous, small, schedule)
     changed = _changed(shifted, small, schedule.changed_level)
     share = float(np.count_nonzero(changed)) / changed.size
     if share > schedule.whole_frame_share:
@@ -321,10 +332,11 @@ def _grey(frame: np.ndarray, small: float) -> np.ndarray:
     return cv2.GaussianBlur(cv2.cvtColor(copy, cv2.COLOR_BGR2GRAY), (3, 3), 0)
 
 
-def _shifted(previous: np.ndarray, small: np.ndarray) -> np.ndarray:
+def _shifted(previous: np.ndarray, small: np.ndarray, schedule: ClipSchedule) -> np.ndarray:
     """The previous copy moved by the camera's shift between the two (none when it is not clear)."""
     (dx, dy), response = cv2.phaseCorrelate(np.float32(previous), np.float32(small))
-    if response < 0.1 or (abs(dx) < 0.5 and abs(dy) < 0.5):
+    least = schedule.least_shift_cells
+    if response < schedule.least_shift_response or (abs(dx) < least and abs(dy) < least):
         return previous
     shift = np.float32([[1, 0, dx], [0, 1, dy]])
     return cv2.warpAffine(previous, shift, previous.shape[::-1], borderMode=cv2.BORDER_REPLICATE)

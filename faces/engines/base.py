@@ -32,6 +32,9 @@ class Plan:
     # Each coarser level this much smaller: a tiled level keeps faces up to tile_overlap, >= tile_overlap / 3 px at
     # the next level, where SCRFD finds them.
     level_ratio: float = 3.0
+    # A level is added only when the overview is more than level_ratio times this much coarser; and the last level
+    # above the overview is dropped when it is within this of the overview: levels that close find the same faces.
+    level_slack: float = 1.05
     # The overview: the whole photo at this long side, where it keeps every face, however large.
     overview_long_side: int = 640
     # A tile's width as the detector sees it: larger tiles waste less on the overlap, memory grows with them (a
@@ -57,6 +60,8 @@ class Plan:
     verify_context: float = 1.75
     # A second look keeps its candidate when it scores this much there.
     verify_score: float = 0.5
+    # And when its detection overlaps the candidate this much (IoU): the same face, its box redrawn at 64 px.
+    verify_iou: float = 0.3
     # Boxes overlapping more than this are one face (cross-level NMS).
     nms_iou: float = 0.4
     # A lower-scoring box this much inside a higher-scoring one is the same face.

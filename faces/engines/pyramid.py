@@ -149,11 +149,11 @@ class PyramidDetector:
 
     def _down_to(self, finest: float, overview: float) -> list[float]:
         """`finest`, then each level_ratio coarser, then the overview."""
-        # Each level hands faces over to the next one at most level_ratio (+5 %) coarser.
+        # Each level hands faces over to the next one at most level_ratio (+ level_slack) coarser.
         scales = [max(finest, overview)]
-        while scales[-1] / overview > self.plan.level_ratio * 1.05:
+        while scales[-1] / overview > self.plan.level_ratio * self.plan.level_slack:
             scales.append(scales[-1] / self.plan.level_ratio)
-        if scales[-1] / overview < 1.05:
+        if scales[-1] / overview < self.plan.level_slack:
             scales.pop()
         return [*scales, overview]
 
@@ -315,13 +315,14 @@ class PyramidDetector:
 
     def _second_looks(self, image: np.ndarray, boxes: list[np.ndarray], *, mirrored: bool = False) -> list:
         """Each candidate's surroundings, scaled so that the candidate is verify_width px wide: the best
-        detection there that overlaps it (IoU >= 0.3), if it scores verify_score; else None. The looks run
+        detection there that overlaps it (IoU >= verify_iou), if it scores verify_score; else None. The looks run
         together (one batch per shape). `mirrored`: surroundings past the image's edge are the image
         mirrored there (a face the edge cuts)."""
         with self.watch(f"second looks ({'edge' if mirrored else 'levels'})"):
             looks = [self._surroundings(image, box, mirrored) for box in boxes]
             found = _run(self.passes, [(look.crop, look.out_w, look.out_h) for look in looks], self.plan.verify_score)
-            return [look.verdict(box, *result) for box, look, result in zip(boxes, looks, found, strict=True)]
+            verdicts = zip(boxes, looks, found, strict=True)
+            return [look.verdict(box, *result, least_iou=self.plan.verify_iou) for box, look, result in verdicts]
 
     def _surroundings(self, image: np.ndarray, box: np.ndarray, mirrored: bool) -> "SecondLook":
         plan = self.plan
@@ -433,15 +434,15 @@ class SecondLook:
     back: np.ndarray  # image px per detector px, (x, y)
     offset: np.ndarray  # the surroundings' origin in the image
 
-    def verdict(self, box: np.ndarray, b: np.ndarray, k: np.ndarray, s: np.ndarray) -> Found | None:
-        """The best detection overlapping the candidate (IoU >= 0.3), in image pixels; None if there is none."""
+    def verdict(self, box: np.ndarray, b: np.ndarray, k: np.ndarray, s: np.ndarray, least_iou: float) -> Found | None:
+        """The best detection overlapping the candidate (IoU >= least_iou), in image pixels; None if there is none."""
         if not len(s):
             return None
         b = (b.reshape(-1, 2, 2) * self.back + self.offset).reshape(-1, 4)
         overlaps = iou(box[None], b)[0]
-        if overlaps.max() < 0.3:
+        if overlaps.max() < least_iou:
             return None
-        best = int(np.argmax(np.where(overlaps >= 0.3, s, -1.0)))
+        best = int(np.argmax(np.where(overlaps >= least_iou, s, -1.0)))
         return b[best], k[best] * self.back + self.offset, float(s[best])
 
 
