@@ -60,6 +60,8 @@ BAD_SETTINGS = [
     ("MEDIA_MAX_DURATION_S", "long", "MEDIA_MAX_DURATION_S='long': not a number"),
     ("MEDIA_MAX_FRAME_PIXELS", "4k", "MEDIA_MAX_FRAME_PIXELS='4k': not a whole number"),
     ("MEDIA_MAX_ANIMATION_PIXELS", "0", "MEDIA_MAX_ANIMATION_PIXELS='0': must be at least 1"),
+    ("MEDIA_MAX_STILL_PIXELS", "120MP", "MEDIA_MAX_STILL_PIXELS='120MP': not a whole number"),
+    ("MEDIA_MAX_STILL_BYTES", "0", "MEDIA_MAX_STILL_BYTES='0': must be at least 1"),
     ("LOG_LEVEL", "FOO", "LOG_LEVEL='FOO': must be one of DEBUG"),
     ("DATABASE_URL", "garbage", "DATABASE_URL"),
     ("R2_ENDPOINT_URL", "http://127.0.0.1:9", "R2_BUCKET, R2_ACCESS_KEY_ID, R2_SECRET_ACCESS_KEY not set"),
