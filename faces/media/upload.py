@@ -264,9 +264,8 @@ class Media(ABC):
 
 
 def media_kind(data: bytes) -> MediaKind:
-    """What the bytes are, whatever the key says; UndecodableImage when they are none of them."""
-    if not data:
-        raise UndecodableImage("zero bytes")
+    """What the bytes are, whatever the key says; UndecodableImage when they are none of them (zero bytes too:
+    `image_header`)."""
     if video_container(data):
         return MediaKind.VIDEO
     try:
