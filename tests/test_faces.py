@@ -161,6 +161,29 @@ def test_an_ambiguous_selfie_blurs_only_the_faces_it_shows(group, group_faces, t
 
 
 @pytest.mark.django_db
+def test_an_ambiguous_selfie_keeps_only_the_face_it_shows_clearly(group, group_faces, test_thresholds):
+    """The selfie's second, comparably large face is someone in the dark behind the subject, too poorly seen to
+    judge: it is no candidate, so the clear face alone protects (keeping none, as before, blurred all six)."""
+    event = factories.event()
+    user = factories.member(event, dnp=True)
+    selfie = factories.pair_selfie(group, group_faces[2], group_faces[3])
+    clear, behind = sorted(resident_engine().analyze(selfie, small_faces=False), key=lambda face: face.box[0])
+    reference = factories.reference(user, factories.in_the_dark_behind(selfie, behind.box))
+    result = reference_process(
+        {"job": "reference_process", "reference_id": str(reference.id)}, by_hand("reference_process")
+    )
+    reference.refresh_from_db()
+    assert (reference.status, result.get("detail")) == ("many_faces", "face_too_poor"), result
+    (kept,) = reference.candidate_embeddings
+    assert float(np.dot(kept, clear.embedding)) > 0.9, "the clear face is the candidate"
+
+    photo = t1_detected_and_matched(event, group)
+    shown = stored_faces(photo)
+    assert [face.id for face in faces_blurred_in(photo)] == [shown[2].id], "only the clear face's owner is blurred"
+    assert not photo.faces.filter(matched_user_id__isnull=False).exists(), "nobody is identified by it"
+
+
+@pytest.mark.django_db
 def test_clustering_groups_the_same_person_across_photos_and_separates_people(group, test_thresholds):
     event = factories.event()
     first = factories.photo(event, group, width=group.shape[1], height=group.shape[0])

@@ -9,7 +9,10 @@ its DNP member stays fail-closed until a better reference is ready.
 
 An ambiguous selfie still protects: its comparably large faces, one of which is the subject's, are kept
 (`candidate_embeddings`), and matching blurs a face near any of them for a DNP member who has no ready reference.
-It identifies nobody (faces/people.py). When one of them is too poorly seen, none is kept: fail-closed.
+It identifies nobody (faces/people.py). A face too poorly seen to judge is no candidate when one the recogniser
+can judge is kept: a guest shows their face to their selfie, the one it cannot make out (dark, out of focus) is
+someone behind them, as a much smaller face is. When every one of them is too poorly seen, none is kept:
+fail-closed.
 """
 
 from dataclasses import dataclass
@@ -56,10 +59,11 @@ def reference_process(payload: dict, ctx: JobContext) -> dict:
     image = Still(read_object(reference.upload_key)).image
     found = ctx.resources[FACE_ENGINE].analyze(image, small_faces=False)
     chosen = comparably_large(found, SELFIE)
-    poor = any(too_poor(face) for face in chosen)
+    judgeable = [face for face in chosen if not too_poor(face)]
+    poor = len(judgeable) < len(chosen)
     if len(chosen) == 1 and poor:
         chosen = []
-    record_reference(reference, chosen, width=image.shape[1], height=image.shape[0], candidates=not poor)
+    record_reference(reference, chosen, width=image.shape[1], height=image.shape[0], candidates=judgeable)
     usable = reference.status == SubjectReference.Status.READY or reference.candidate_embeddings is not None
     hidden = hide_where_dnp(reference.user_id) if usable else 0
     events = reprocess_member_events(reference) if usable else []
@@ -98,8 +102,9 @@ def _area(face) -> float:
     return (x2 - x1) * (y2 - y1)
 
 
-def record_reference(reference: SubjectReference, found: list, *, width: int, height: int, candidates: bool) -> None:
-    """`found`: the faces that may be the subject's. Several are kept as candidates when `candidates`."""
+def record_reference(reference: SubjectReference, found: list, *, width: int, height: int, candidates: list) -> None:
+    """`found`: the faces that may be the subject's. When they are several, `candidates` (those of them the
+    recogniser can judge) are kept."""
     reference.embedding, reference.box, reference.candidate_embeddings = None, None, None
     if len(found) == 1:
         face = found[0]
@@ -112,7 +117,7 @@ def record_reference(reference: SubjectReference, found: list, *, width: int, he
         reference.status = SubjectReference.Status.NO_FACE if not found else SubjectReference.Status.MANY_FACES
     if len(found) > 1 and candidates:
         reference.engine = found[0].engine
-        reference.candidate_embeddings = [[float(v) for v in face.embedding] for face in found]
+        reference.candidate_embeddings = [[float(v) for v in face.embedding] for face in candidates]
     reference.processed_at = timezone.now()
     fields = ["status", "embedding", "engine", "box", "candidate_embeddings", "processed_at"]
     reference.save(update_fields=fields)

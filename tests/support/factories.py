@@ -91,6 +91,19 @@ def pair_selfie(group: np.ndarray, left, right) -> np.ndarray:
     return recolour(cv2.resize(crop, None, fx=1.6, fy=1.6), hue_shift=6, gain=1.1)
 
 
+def in_the_dark_behind(selfie: np.ndarray, box) -> np.ndarray:
+    """`selfie` with the face at `box` as a dim, out-of-focus guest behind the subject: a sixth of the light
+    blurred and with sensor noise, still found at its size but too poorly seen for the recogniser to judge
+    (embedding norm 14.7 once uploaded as a JPEG; buffalo_s's unsure_norm is 15)."""
+    x1, y1, x2, y2 = (int(v) for v in box)
+    reach = (x2 - x1) // 4
+    dimmed = selfie.copy()
+    region = dimmed[max(0, y1 - reach) : y2 + reach, max(0, x1 - reach) : x2 + reach]
+    noise = np.random.default_rng(0).normal(0, 2, region.shape)
+    region[:] = np.clip(cv2.GaussianBlur(region, (0, 0), 4) * 0.1 + noise, 0, 255).astype(np.uint8)
+    return dimmed
+
+
 def member_with_reference(event: Event, group: np.ndarray, face, *, dnp: bool = True, **fields) -> uuid.UUID:
     """A member whose reference is derived from their `face` in t1 (`group`), its reference_process job sent."""
     user_id = member(event, dnp=dnp, **fields)
