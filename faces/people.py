@@ -7,7 +7,9 @@ what each file blurs (docs/ARCHITECTURE.md §6).
 Clustering: the unmatched faces of one event grouped by similarity. An event's clusters are read and written under
 its cluster lock, held until the transaction ends: two readers clustering photos of one event at once would
 otherwise both read "no cluster yet" and split one person into two clusters, or both add a face to a cluster from
-the same face_count.
+the same face_count. A cluster that a face joined or started is revisited: when its centroid has come near another
+of the event's clusters (`cluster_merge`), the two are one person's, and the younger merges into the older, whose
+id the app already shows; the younger id is deleted, never reused.
 """
 
 import uuid
@@ -233,17 +235,18 @@ def cluster_faces(match: PhotoMatch | None) -> None:
     """
     if match is not None:
         judged = [face for face, too_poor in zip(match.faces, match.too_poor, strict=True) if not too_poor]
-        assign_clusters(judged, match.thresholds.cluster)
+        assign_clusters(judged, match.thresholds)
 
 
-def assign_clusters(faces: list[Face], threshold: float | None) -> None:
-    """Put each unmatched, unclustered face in its event's nearest cluster, or a new one; a clip's
-    track (one identity, docs/ARCHITECTURE.md §11) goes into one cluster whole.
+def assign_clusters(faces: list[Face], rule: thresholds.Thresholds) -> None:
+    """Put each unmatched, unclustered face in its event's nearest cluster at `rule.cluster`, or a new one, then
+    merge that cluster with any it has come near (`rule.cluster_merge`); a clip's track (one identity,
+    docs/ARCHITECTURE.md §11) goes into one cluster whole.
 
-    A face that is now matched leaves its cluster. With threshold None nothing is clustered.
+    A face that is now matched leaves its cluster. With `cluster` None nothing is clustered.
     The event's cluster lock is taken first, when there is anything to do.
     """
-    work = [face for face in faces if _cluster_change(face, threshold)]
+    work = [face for face in faces if _cluster_change(face, rule.cluster)]
     if not work:
         return
     lock_event_clusters(work[0].event_id)
@@ -252,7 +255,11 @@ def assign_clusters(faces: list[Face], threshold: float | None) -> None:
             for face in identity:
                 _leave_cluster(face)
         else:
-            _join_nearest(identity, threshold)
+            cluster = _join_nearest(identity, rule.cluster)
+            if rule.cluster_merge is not None:
+                cluster = merge_clusters(cluster, rule.cluster_merge)
+            for face in identity:
+                face.unknown_cluster = cluster
 
 
 def _identities(faces: list[Face]) -> list[list[Face]]:
@@ -288,8 +295,8 @@ def nearest_cluster(event_id, embedding: np.ndarray) -> UnknownCluster | None:
     )
 
 
-def _join_nearest(faces: list[Face], threshold: float) -> None:
-    """One identity's faces into the cluster nearest to its best-seen face (or a new one)."""
+def _join_nearest(faces: list[Face], threshold: float) -> UnknownCluster:
+    """One identity's faces into the cluster nearest to its best-seen face (or a new one), which is returned."""
     surest = max(faces, key=lambda face: (face.embedding_norm or 0.0, face.det_score))
     embeddings = np.array([face.embedding for face in faces], dtype=np.float32)
     nearest = nearest_cluster(surest.event_id, np.asarray(surest.embedding, dtype=np.float32))
@@ -306,6 +313,34 @@ def _join_nearest(faces: list[Face], threshold: float) -> None:
     for face in faces:
         face.unknown_cluster = cluster
     Face.objects.bulk_update(faces, ["unknown_cluster"])
+    return cluster
+
+
+def merge_clusters(cluster: UnknownCluster, threshold: float) -> UnknownCluster:
+    """While another of the event's clusters has a centroid at least `threshold` similar to `cluster`'s, merge the
+    two: the younger's faces move to the older, whose centroid becomes the two's mean. Returns the cluster that
+    holds `cluster`'s faces at the end. The caller holds the event's cluster lock."""
+    while (near := _nearest_other(cluster)) is not None and 1.0 - near.distance >= threshold:
+        older, younger = sorted((cluster, near), key=lambda one: (one.created_at, str(one.id)))
+        weighted = np.asarray(younger.centroid, dtype=np.float32)[None, :] * younger.face_count
+        older.centroid = joined_centroid(np.asarray(older.centroid, dtype=np.float32), older.face_count, weighted)
+        older.face_count += younger.face_count
+        Face.objects.filter(unknown_cluster_id=younger.id).update(unknown_cluster_id=older.id)
+        older.save(update_fields=["centroid", "face_count"])
+        younger.delete()
+        cluster = older
+    return cluster
+
+
+def _nearest_other(cluster: UnknownCluster) -> UnknownCluster | None:
+    """The event's cluster other than `cluster` whose centroid is nearest to its centroid, with its `distance`."""
+    return (
+        UnknownCluster.objects.filter(event_id=cluster.event_id)
+        .exclude(id=cluster.id)
+        .annotate(distance=CosineDistance("centroid", np.asarray(cluster.centroid, dtype=np.float32).tolist()))
+        .order_by("distance")
+        .first()
+    )
 
 
 def joined_centroid(centroid: np.ndarray | None, count: int, embeddings: np.ndarray) -> np.ndarray:

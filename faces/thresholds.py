@@ -112,6 +112,9 @@ class Thresholds:
     # Unsure past this share of its box beyond the image edge: a fifth cut away can embed at 0.11 against the whole
     # face, and the estimate runs up to 0.1 low (docs/MEASUREMENTS.md, "Faces cut by the edge").
     unsure_hidden_share: float = 0.08
+    # Two of an event's clusters whose centroids are this similar are one person's: the younger merges into the
+    # older (faces.people.merge_clusters); None: clusters never merge, unmeasured.
+    cluster_merge: float | None = None
 
     def __post_init__(self):
         if self.match is not None and self.blur is not None and self.blur > self.match:
@@ -174,8 +177,9 @@ NOT_MEASURED = Thresholds(match=None, blur=None, cluster=None)
 THRESHOLDS: dict[str, Thresholds] = {
     # manage.py measure_thresholds on the real-faces set (scripts/make_real_faces_set.py; §6), its recommended
     # line: the fewest DNP faces left visible while strangers blurred stay within the budget per DNP member,
-    # set so that an event with five DNP members blurs about 5 % of everyone else; `cluster` the loosest at which
-    # the worker's clusters of the set's events stay pure, one step stricter (faces/measurement/people.py).
+    # set so that an event with five DNP members blurs about 5 % of everyone else; `cluster`, then `cluster_merge`,
+    # the loosest at which the worker's clusters of the set's events stay pure, one step stricter
+    # (faces/measurement/people.py).
     "insightface-buffalo_s": Thresholds(
         match=0.40,
         blur=0.18,
@@ -185,6 +189,7 @@ THRESHOLDS: dict[str, Thresholds] = {
         turned_face=0.5,
         weak_norm=0,
         unsure_norm=15,
+        cluster_merge=0.40,
     ),
     # buffalo_l: not measured here (its weights cannot be fetched here): fails closed
     # until an operator measures it on the server (docs/OPERATIONS.md).

@@ -187,7 +187,14 @@ def test_thresholds(monkeypatch):
     from faces import thresholds
 
     measured = thresholds.Thresholds(
-        match=0.40, blur=0.18, cluster=0.35, poor_face_blur=0.09, turned_face=0.5, weak_norm=0, unsure_norm=15
+        match=0.40,
+        blur=0.18,
+        cluster=0.35,
+        poor_face_blur=0.09,
+        turned_face=0.5,
+        weak_norm=0,
+        unsure_norm=15,
+        cluster_merge=0.40,
     )
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, measured)
     return measured

@@ -6,18 +6,20 @@ has read them too, or is waiting for the event's cluster lock: the interleaving 
 "no cluster yet" before either writes happens whenever nothing stops it.
 """
 
+import dataclasses
 import threading
 
 import cv2
 import pytest
 from django.db import connection, transaction
 
-from faces import people
+from faces import people, thresholds
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.jobs import photo_jobs
 from faces.models import Face, UnknownCluster
 from momentlens.devservices import samples
+from tests.conftest import ENGINE
 from tests.support import factories
 from tests.support.queue_helpers import by_hand, waiting_for_lock
 from tests.support.waiting import poll
@@ -95,9 +97,11 @@ def test_two_readers_clustering_one_unknown_person_at_once_make_one_cluster_of_t
     assert set(Face.objects.filter(event=event).values_list("unknown_cluster_id", flat=True)) == {clusters[0].id}
 
 
-def test_without_the_lock_the_same_interleaving_splits_the_person(monkeypatch):
-    """Not vacuous: with the lock taken out, both read "no cluster yet" and each starts one."""
+def test_without_the_lock_the_same_interleaving_splits_the_person(monkeypatch, test_thresholds):
+    """Not vacuous: with the lock taken out, both read "no cluster yet" and each starts one. Merging is off here:
+    without the lock, a merge that mends the split would race the other reader's writes to the same rows."""
     monkeypatch.setattr(people, "lock_event_clusters", lambda event_id: None)
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, dataclasses.replace(test_thresholds, cluster_merge=None))
     event, photos = two_photos_of_one_unknown_person()
     assert face_process_at_once(photos, monkeypatch) == [True, True]
 

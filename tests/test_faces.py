@@ -227,10 +227,37 @@ def test_one_unknown_guest_seen_well_and_poorly_is_one_cluster_and_another_is_no
         detect_and_store(photo, factories.still_of(image), resident_engine())
         match_and_cluster(photo, (image.shape[1], image.shape[0]))
         photos.append(photo)
-    largest = [max(photo.faces.all(), key=lambda face: face.box_w * face.box_h) for photo in photos]
+    largest = [largest_face(photo) for photo in photos]
     assert all(face.unknown_cluster_id is not None for face in largest)
     assert len({face.unknown_cluster_id for face in largest[:3]}) == 1, "one person, one cluster"
     assert largest[3].unknown_cluster_id != largest[0].unknown_cluster_id
+
+
+@pytest.mark.django_db
+def test_two_clusters_of_one_guest_merge_into_the_older_once_a_photo_shows_they_agree(test_thresholds):
+    """Yao Ming in the team photo, then small and blurred (0.30 from the first: a cluster of its own), then his
+    portrait, which joins the first (0.64) and brings its centroid to 0.42 from the second's: at `cluster_merge`
+    (0.40) the two are one person's. The older id stays; the younger is gone. Tom Hanks stays apart."""
+    team, portrait, small = yao_ming_seen_three_ways()
+    event = factories.event()
+    photos = []
+    for image in [team, small, portrait, samples.tom_hanks()]:
+        photo = factories.photo(event, image, width=image.shape[1], height=image.shape[0])
+        detect_and_store(photo, factories.still_of(image), resident_engine())
+        match_and_cluster(photo, (image.shape[1], image.shape[0]))
+        photos.append(photo)
+        if len(photos) == 2:
+            first, second = (largest_face(photo).unknown_cluster_id for photo in photos)
+            assert first != second, "the small blurred view alone is too unlike the team photo to join it"
+    clusters = [largest_face(photo).unknown_cluster_id for photo in photos]
+    assert clusters[:3] == [first] * 3, "one person, one cluster: the older id"
+    assert not UnknownCluster.objects.filter(id=second).exists(), "the younger id is deleted, never reused"
+    assert UnknownCluster.objects.get(id=first).face_count == Face.objects.filter(unknown_cluster_id=first).count()
+    assert clusters[3] != first
+
+
+def largest_face(photo) -> Face:
+    return max(photo.faces.all(), key=lambda face: face.box_w * face.box_h)
 
 
 @pytest.mark.django_db

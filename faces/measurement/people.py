@@ -27,11 +27,11 @@ IMMICH_MIN_FACES = 3
 
 @dataclass(frozen=True)
 class ClusterRule:
-    """How `cluster` is chosen: the loosest threshold of `grid` at which every event's clusters stay pure in every
-    arrival order, one step stricter."""
+    """How `cluster` and `cluster_merge` are chosen: the loosest threshold of `grid` at which every event's clusters
+    stay pure in every arrival order, one step stricter."""
 
     # The thresholds tried, loosest first, a few hundredths apart: the span every `cluster` measured so far fell in.
-    grid: tuple[float, ...] = (0.20, 0.22, 0.25, 0.28, 0.30, 0.33, 0.35, 0.40, 0.45)
+    grid: tuple[float, ...] = (0.20, 0.22, 0.25, 0.28, 0.30, 0.33, 0.35, 0.38, 0.40, 0.45)
     # BCubed precision at which an event's clusters count as pure: on average 99.5 % of a face's cluster is its person.
     precision: float = 0.995
     # Seeds of the arrival orders each event is clustered in: the worker's clusters depend on the order faces come.
@@ -71,14 +71,15 @@ def bcubed(people: np.ndarray, clusters: np.ndarray) -> Score:
     return Score(precision, recall, len(np.unique(clusters)))
 
 
-def worker_clusters(embeddings: np.ndarray, threshold: float) -> np.ndarray:
+def worker_clusters(embeddings: np.ndarray, threshold: float, merge: float | None = None) -> np.ndarray:
     """Each face's cluster as the worker assigns them one by one (faces/people.py's rule, its centroid
-    arithmetic; the nearest centroid by cosine, as pgvector orders them)."""
+    arithmetic; the nearest centroid by cosine, as pgvector orders them), the cluster it joined or started then
+    merged with any other whose centroid reaches `merge` (None: never), the younger into the older."""
     centroids = np.zeros((0, embeddings.shape[1]), dtype=np.float32)
-    counts: list[int] = []
+    counts: list[int] = []  # a merged-away cluster's count is 0: its centroid is never nearest again
     result = np.empty(len(embeddings), dtype=int)
     for row, embedding in enumerate(embeddings):
-        similarity = centroids @ embedding
+        similarity = _alive(centroids @ embedding, counts)
         nearest = int(similarity.argmax()) if len(counts) else -1
         if nearest >= 0 and similarity[nearest] >= threshold:
             centroids[nearest] = joined_centroid(centroids[nearest], counts[nearest], embedding[None, :])
@@ -88,7 +89,26 @@ def worker_clusters(embeddings: np.ndarray, threshold: float) -> np.ndarray:
             counts.append(1)
             nearest = len(counts) - 1
         result[row] = nearest
+        while merge is not None and (other := _nearest_other(centroids, counts, nearest, merge)) is not None:
+            older, younger = sorted((nearest, other))
+            weighted = centroids[younger][None, :] * counts[younger]
+            centroids[older] = joined_centroid(centroids[older], counts[older], weighted)
+            counts[older], counts[younger] = counts[older] + counts[younger], 0
+            result[: row + 1][result[: row + 1] == younger] = older
+            nearest = older
     return result
+
+
+def _alive(similarity: np.ndarray, counts: list[int]) -> np.ndarray:
+    return np.where(np.array(counts, dtype=int) > 0, similarity, -np.inf)
+
+
+def _nearest_other(centroids: np.ndarray, counts: list[int], cluster: int, merge: float) -> int | None:
+    """The live cluster other than `cluster` nearest to its centroid, when it is at least `merge` similar."""
+    similarity = _alive(centroids @ centroids[cluster], counts)
+    similarity[cluster] = -np.inf
+    other = int(similarity.argmax())
+    return other if similarity[other] >= merge else None
 
 
 def immich_clusters(embeddings: np.ndarray) -> np.ndarray:
@@ -133,13 +153,27 @@ def cluster_events(probes: list[Probe], unsure_norm: float, seed: int) -> list[C
     return result
 
 
-def recommended_cluster(probes: list[Probe], unsure_norm: float, rule: ClusterRule = CLUSTER_RULE) -> float:
-    """The loosest threshold of `rule.grid` whose clusters stay pure (BCubed precision >= `rule.precision`) in every
-    event and arrival order, one step stricter; the strictest when none does."""
+def recommended_cluster(
+    probes: list[Probe], unsure_norm: float, rule: ClusterRule = CLUSTER_RULE
+) -> tuple[float, float]:
+    """(`cluster`, `cluster_merge`): the loosest threshold of `rule.grid` whose clusters stay pure (BCubed precision
+    >= `rule.precision`) in every event and arrival order, one step stricter (the strictest when none does); then,
+    with that `cluster`, the loosest merge threshold of the grid's from it up that keeps them pure, one step
+    stricter."""
     events = [event for seed in rule.arrival_orders for event in cluster_events(probes, unsure_norm, seed)]
-    grid = rule.grid
+
+    def pure(threshold: float, merge: float | None) -> bool:
+        scores = (bcubed(e.people, worker_clusters(e.embeddings, threshold, merge)) for e in events)
+        return all(score.precision >= rule.precision for score in scores)
+
+    cluster = _loosest(rule.grid, lambda threshold: pure(threshold, None))
+    return cluster, _loosest([one for one in rule.grid if one >= cluster], lambda merge: pure(cluster, merge))
+
+
+def _loosest(grid, pure) -> float:
+    """The grid's value one step stricter than its loosest pure one; its strictest when none is pure."""
     for index, threshold in enumerate(grid):
-        if all(bcubed(e.people, worker_clusters(e.embeddings, threshold)).precision >= rule.precision for e in events):
+        if pure(threshold):
             return grid[min(index + 1, len(grid) - 1)]
     return grid[-1]
 

@@ -12,8 +12,8 @@
   members' own faces left visible at a strong head turn.
 - `match`: above every stranger pair of the measurement by `match_margin`, rounded up to `match_step` (a match
   names a person: it must not name a stranger).
-- `cluster`: measured on the clusters themselves (faces.measurement.people.recommended_cluster): the loosest
-  threshold at which the worker's clusters of the set's events stay pure, one step stricter.
+- `cluster`, then `cluster_merge`: measured on the clusters themselves (faces.measurement.people.recommended_cluster):
+  the loosest threshold at which the worker's clusters of the set's events stay pure, one step stricter.
 
 `two_fold` checks that the rule does not merely fit the set: it chooses on half the people and reports
 what the choice does on the other half (the halves fixed by the people's names).
@@ -97,10 +97,10 @@ class NoRecommendation(ValueError):
 
 
 def recommend(
-    pairs: Pairs, rule: Rule = RULE, cluster: Callable[[float], float] | None = None
+    pairs: Pairs, rule: Rule = RULE, cluster: Callable[[float], tuple[float, float]] | None = None
 ) -> tuple[Thresholds, Verdict]:
     """The recommended thresholds and what they do on `pairs`; NoRecommendation when there are none. `cluster`:
-    the cluster threshold for an `unsure_norm` (else measured on the pairs' probes)."""
+    the cluster and merge thresholds for an `unsure_norm` (else measured on the pairs' probes)."""
     grid, budgets = rule.grid, rule.budgets
     cluster = cluster or (lambda unsure: recommended_cluster(pairs.probes, unsure, rule.clusters))
     match = _match(pairs, rule)
@@ -129,7 +129,8 @@ def recommend(
             f"no combination of the grid keeps strangers blurred within {_budgets_text(rule)} per member{least_text}"
         )
     blur, poor_blur, turned, weak, unsure = best[1]
-    chosen = Thresholds(match, blur, cluster(unsure), poor_blur, rule.small_face_px, turned, weak, unsure)
+    join, merge = cluster(unsure)
+    chosen = Thresholds(match, blur, join, poor_blur, rule.small_face_px, turned, weak, unsure, cluster_merge=merge)
     return chosen, verdict(pairs, chosen)
 
 

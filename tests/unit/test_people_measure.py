@@ -35,6 +35,14 @@ def test_the_worker_rule_joins_the_nearest_centroid_at_the_threshold_in_arrival_
     assert people.worker_clusters(faces, 0.9).tolist() == [0, 1, 2, 3]
 
 
+def test_the_worker_rule_merges_a_cluster_that_came_near_another_into_the_older():
+    # b is 0.30 from a: its own cluster. c joins a (0.64, b 0.46); a and c's centroid is then 0.42 from b.
+    faces = np.array([unit(1, 0, 0), unit(0.30, 0.954, 0), unit(0.64, 0.281, 0.715), unit(0, 0, 0, 1)])
+    assert people.worker_clusters(faces, 0.35).tolist() == [0, 1, 0, 2]
+    assert people.worker_clusters(faces, 0.35, merge=0.40).tolist() == [0, 0, 0, 2], "b's cluster merged into a's"
+    assert people.worker_clusters(faces, 0.35, merge=0.45).tolist() == [0, 1, 0, 2]
+
+
 def test_immich_dbscan_needs_three_faces_within_the_distance_for_a_core():
     faces = np.array([unit(1, 0.05 * i) for i in range(3)] + [unit(0, 1, 0), unit(0, 0.95, 0.3)])
     labels = people.immich_clusters(faces)
@@ -48,11 +56,12 @@ def probe(person: str, embedding: np.ndarray, norm: float = 24.0) -> Probe:
 
 def test_the_cluster_threshold_is_the_loosest_pure_one_a_step_stricter():
     """Two people of one source whose faces are about 0.235 alike (look-alikes): at 0.20 and 0.22 the worker joins
-    them, from 0.25 never; the rule keeps 0.28. A face too poorly seen is left out."""
+    them, from 0.25 never; the rule keeps 0.28. Their clusters' centroids stay 0.235 apart, so merging them is pure from
+    0.28: the rule keeps 0.30. A face too poorly seen is left out."""
     a = [probe("src-a", unit(1, 0, 0.02 * i)) for i in range(3)]
     b = [probe("src-b", unit(0.235, 0.972, 0.02 * i)) for i in range(3)]
     poor = probe("src-c", unit(0.5, 0.5, 0), norm=10.0)
-    assert people.recommended_cluster([*a, *b, poor], unsure_norm=15.0) == 0.28
+    assert people.recommended_cluster([*a, *b, poor], unsure_norm=15.0) == (0.28, 0.30)
     events = people.cluster_events([*a, *b, poor], 15.0, seed=1)
     assert [(event.name, len(event.people)) for event in events] == [("src", 6)]
 

@@ -15,7 +15,7 @@ from faces.thresholds import THRESHOLDS, FaceQuality, Thresholds
 
 MEASUREMENTS = Path(__file__).resolve().parents[2] / "docs" / "MEASUREMENTS.md"
 BUFFALO_S = THRESHOLDS["insightface-buffalo_s"]
-FIELDS = ("match", "blur", "poor_face_blur", "turned_face", "weak_norm", "unsure_norm", "cluster")
+FIELDS = ("match", "blur", "poor_face_blur", "turned_face", "weak_norm", "unsure_norm", "cluster", "cluster_merge")
 
 
 def thresholds_section() -> str:

@@ -283,8 +283,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"\n## One reference per member, or {many}\n\n{len(several)} people with more than "
             f"{many} photos as taken.\n\n| decision | references | own faces visible "
-            f"| strangers blurred per member: mean | worst | strangers blurred, events of {event_size} |"
-            "\n|---|---:|---:|---:|---:|---:|"
+            f"| strangers blurred per member: mean | worst | strangers blurred, events of {event_size} "
+            "| own faces as taken matched |\n|---|---:|---:|---:|---:|---:|---:|"
         )
         if not several:
             self.stdout.write(f"(nobody has more than {many} photos)")
@@ -299,9 +299,11 @@ class Command(BaseCommand):
                 found = verdict(pairs, thresholds)
                 events = events_of(pairs, blur, event_size, as_taken, REPORT.rule.draws)
                 in_events = f"{events.strangers_mean:.2%}" if events is not None else "-"
+                matched = people.found(pairs, thresholds.match, as_taken)
                 self.stdout.write(
                     f"| {name} | {count} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
-                    f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {in_events} |"
+                    f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {in_events} "
+                    f"| {matched.own}/{matched.faces} ({matched.own / max(matched.faces, 1):.1%}) |"
                 )
 
     def _calibrations(self, pairs: Pairs, chosen: dict[str, Probe]) -> None:
@@ -344,14 +346,18 @@ class Command(BaseCommand):
         )
         for name, thresholds in decisions.items():
             self.stdout.write(
-                f"\n| {name}: event | people, faces | the worker (cluster {thresholds.cluster:.2f}) "
+                f"\n| {name}: event | people, faces | the worker (cluster {thresholds.cluster:.2f}, "
+                f"merge {_or_never(thresholds.cluster_merge)}) "
                 f"| Immich (DBSCAN {people.IMMICH_MAX_DISTANCE:g}, {people.IMMICH_MIN_FACES} faces) |"
                 "\n|---|---:|---|---|"
             )
             orders = [people.cluster_events(probes, thresholds.unsure_norm, seed) for seed in arrival_orders]
             for events in zip(*orders, strict=True):
                 worker = [
-                    people.bcubed(e.people, people.worker_clusters(e.embeddings, thresholds.cluster)) for e in events
+                    people.bcubed(
+                        e.people, people.worker_clusters(e.embeddings, thresholds.cluster, thresholds.cluster_merge)
+                    )
+                    for e in events
                 ]
                 immich = [people.bcubed(e.people, people.immich_clusters(e.embeddings)) for e in events]
                 self.stdout.write(
@@ -453,8 +459,12 @@ def thresholds_line(thresholds: Thresholds) -> str:
         f"Thresholds(match={thresholds.match:.2f}, blur={thresholds.blur:.2f}, cluster={thresholds.cluster:.2f}, "
         f"poor_face_blur={thresholds.poor_face_blur:.2f}, small_face_px={thresholds.small_face_px}, "
         f"turned_face={thresholds.turned_face:g}, weak_norm={thresholds.weak_norm:g}, "
-        f"unsure_norm={thresholds.unsure_norm:g})"
+        f"unsure_norm={thresholds.unsure_norm:g}, cluster_merge={_or_never(thresholds.cluster_merge)})"
     )
+
+
+def _or_never(merge: float | None) -> str:
+    return "None" if merge is None else f"{merge:.2f}"
 
 
 def _percentile(values: np.ndarray, q: float) -> str:
