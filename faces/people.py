@@ -99,6 +99,9 @@ class PhotoMatch:
     unsure: np.ndarray
     # (F,): the faces too poorly seen to judge (a track's: when all its faces are): they join no cluster.
     too_poor: np.ndarray
+    # (F, U): each face reaches each candidate at its own match threshold (faces.thresholds.Thresholds.match_for);
+    # None when `match` is not measured (nobody is matched).
+    matchable: np.ndarray | None
     # Per file, the public one (None) first, then one for each DNP member matched in the photo (their own face
     # unblurred): which faces it blurs (`blurred`). What a render plans its files from (faces/rendering/files.py).
     by_file: dict[uuid.UUID | None, list[bool]] = field(init=False, repr=False, compare=False)
@@ -129,9 +132,17 @@ class PhotoMatch:
     def of(cls, faces, candidates, similarity, judgement: thresholds.Judgement) -> "PhotoMatch":
         """The match of faces whose similarities to the candidates are `similarity`, as the thresholds judge
         them."""
-        blur_at = judgement.blur_at
-        similar = None if None in blur_at else similarity >= np.array(blur_at, dtype=np.float32).reshape(-1, 1)
-        return cls(faces, candidates, similarity, judgement.thresholds, similar, judgement.unsure, judgement.too_poor)
+        similar, matchable = (_reaching(similarity, at) for at in (judgement.blur_at, judgement.match_at))
+        return cls(
+            faces,
+            candidates,
+            similarity,
+            judgement.thresholds,
+            similar,
+            judgement.unsure,
+            judgement.too_poor,
+            matchable,
+        )
 
     def by_track(self) -> "PhotoMatch":
         """One identity per track (a clip's faces linked across frames, faces/tracks.py).
@@ -144,15 +155,17 @@ class PhotoMatch:
         """
         tracks = np.array([face.track for face in self.faces])
         similarity, unsure, too_poor = self.similarity.copy(), self.unsure.copy(), self.too_poor.copy()
-        similar = None if self.similar is None else self.similar.copy()
+        similar, matchable = (None if part is None else part.copy() for part in (self.similar, self.matchable))
         for track in np.unique(tracks):
             rows = tracks == track
             similarity[rows] = similarity[rows].max(axis=0)
             unsure[rows] = unsure[rows].all()
             too_poor[rows] = too_poor[rows].all()
-            if similar is not None:
-                similar[rows] = similar[rows].any(axis=0)
-        return PhotoMatch(self.faces, self.candidates, similarity, self.thresholds, similar, unsure, too_poor)
+            for reached in (part for part in (similar, matchable) if part is not None):
+                reached[rows] = reached[rows].any(axis=0)
+        return PhotoMatch(
+            self.faces, self.candidates, similarity, self.thresholds, similar, unsure, too_poor, matchable
+        )
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
         """Per face: (matched user or None, best similarity or None when there is no candidate)."""
@@ -168,9 +181,8 @@ class PhotoMatch:
         columns = identifying.argmax(axis=1)
         result = []
         for row, column in enumerate(columns):
-            similarity = float(identifying[row, column])
-            matched = self.thresholds.match is not None and similarity >= self.thresholds.match
-            result.append((self.candidates.user_ids[column] if matched else None, similarity))
+            matched = self.matchable is not None and bool(self.matchable[row, column])
+            result.append((self.candidates.user_ids[column] if matched else None, float(identifying[row, column])))
         return result
 
     def own_file_users(self) -> list[uuid.UUID]:
@@ -196,6 +208,13 @@ class PhotoMatch:
             bool(others[row]) or (bool(reaches[row, own].any()) and matched[row] != viewer)
             for row in range(len(self.faces))
         ]
+
+
+def _reaching(similarity: np.ndarray, thresholds_at: list[float | None]) -> np.ndarray | None:
+    """(F, U): each face's similarity to each candidate at or above its own threshold; None when one is unmeasured."""
+    if None in thresholds_at:
+        return None
+    return similarity >= np.array(thresholds_at, dtype=np.float32).reshape(-1, 1)
 
 
 def record_matches(match: PhotoMatch) -> None:

@@ -115,12 +115,20 @@ class Thresholds:
     # Two of an event's clusters whose centroids are this similar are one person's: the younger merges into the
     # older (faces.people.merge_clusters); None: clusters never merge, unmeasured.
     cluster_merge: float | None = None
+    # A face seen clearly (`clear_norm` and up, at least small_face_px wide, whole) is matched from this: strangers'
+    # clear faces stay further from a reference than poorly seen ones, so a lower value still names nobody wrongly
+    # (above every stranger pair of that class measured); None: `match` for every face, unmeasured.
+    clear_match: float | None = None
+    # The embedding norm from which a face is seen clearly enough for `clear_match`.
+    clear_norm: float = math.inf
 
     def __post_init__(self):
         if self.match is not None and self.blur is not None and self.blur > self.match:
             raise ValueError("blur must not exceed match: the bias is toward blurring")
         if None not in (self.blur, self.poor_face_blur) and self.poor_face_blur > self.blur:
             raise ValueError("poorly seen faces embed worse: their blur threshold must not exceed blur")
+        if self.clear_match is not None and not (self.blur or 0.0) <= self.clear_match <= (self.match or 1.0):
+            raise ValueError("clear_match lies between blur and match: a face matched to a DNP member reaches them")
 
     def blur_for(self, quality: FaceQuality) -> float | None:
         """The blur threshold of a face of this quality. An unknown width counts as small; a face stored
@@ -133,6 +141,19 @@ class Thresholds:
         turned = quality.head_turn is not None and quality.head_turn >= self.turned_face
         weak = quality.embedding_norm is not None and quality.embedding_norm < self.weak_norm
         return self.small(quality) or turned or weak
+
+    def match_for(self, view: "FaceView") -> float | None:
+        """The similarity from which a face seen as `view` says is matched: `clear_match` when it is seen clearly,
+        else `match`."""
+        quality = view.quality
+        clear = (
+            self.clear_match is not None
+            and quality.embedding_norm is not None
+            and quality.embedding_norm >= self.clear_norm
+            and not self.small(quality)
+            and view.hidden_share < self.unsure_hidden_share
+        )
+        return self.clear_match if clear else self.match
 
     def too_poor(self, quality: FaceQuality) -> bool:
         """Whether a face is too poorly seen to be told apart from a DNP member (then it is unsure)."""
@@ -147,7 +168,8 @@ class Thresholds:
         cut = np.array([view.hidden_share >= self.unsure_hidden_share for view in views], dtype=bool)
         poorly = np.array([self.seen_poorly(view.quality) for view in views], dtype=bool)
         blur_at = [self.blur_for(view.quality) for view in views]
-        return Judgement(self, blur_at, cut | too_poor, too_poor, ~poorly & ~cut)
+        match_at = [self.match_for(view) for view in views]
+        return Judgement(self, blur_at, cut | too_poor, too_poor, ~poorly & ~cut, match_at)
 
     @property
     def lowest_blur(self) -> float | None:
@@ -170,6 +192,7 @@ class Judgement:
     unsure: np.ndarray
     too_poor: np.ndarray  # too poorly seen to judge (Thresholds.too_poor)
     clear: np.ndarray  # seen well and whole: a witness of who it is (faces.tracks.Tracking.link_agreement)
+    match_at: list[float | None]  # its match threshold (None: not measured, nobody is matched)
 
 
 NOT_MEASURED = Thresholds(match=None, blur=None, cluster=None)
@@ -190,6 +213,8 @@ THRESHOLDS: dict[str, Thresholds] = {
         weak_norm=0,
         unsure_norm=15,
         cluster_merge=0.40,
+        clear_match=0.35,
+        clear_norm=21,
     ),
     # buffalo_l: not measured here (its weights cannot be fetched here): fails closed
     # until an operator measures it on the server (docs/OPERATIONS.md).

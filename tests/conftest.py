@@ -195,6 +195,8 @@ def test_thresholds(monkeypatch):
         weak_norm=0,
         unsure_norm=15,
         cluster_merge=0.40,
+        clear_match=0.35,
+        clear_norm=21,
     )
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, measured)
     return measured

@@ -1,10 +1,12 @@
 """Detection, matching and clustering on real photos with the buffalo_s engine."""
 
+import dataclasses
 import uuid
 
 import numpy as np
 import pytest
 
+from faces import thresholds
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.geometry import iou
@@ -258,6 +260,33 @@ def test_two_clusters_of_one_guest_merge_into_the_older_once_a_photo_shows_they_
 
 def largest_face(photo) -> Face:
     return max(photo.faces.all(), key=lambda face: face.box_w * face.box_h)
+
+
+@pytest.mark.django_db
+def test_a_members_face_seen_clearly_is_matched_from_the_lower_clear_match(test_thresholds, monkeypatch):
+    """Yao Ming in the team photo, out of focus: still seen clearly (norm over `clear_norm`, 46 px), 0.36 from his
+    portrait, under `match` (0.40) but over `clear_match` (0.35), where no clear face of a stranger reaches anyone
+    measured (docs/ARCHITECTURE.md §6). He is found in his photo; with his norm (21.9) under `clear_norm` he would
+    not be."""
+    engine = resident_engine()
+    event = factories.event()
+    user = factories.member(event)
+    (portrait,) = engine.analyze(samples.read(samples.vectron_image("yaoming.jpg")))
+    factories.ready_reference(user, portrait.embedding, ENGINE)
+    team = samples.read(samples.vectron_image("players.jpg"))
+    blurred = samples.cv2.GaussianBlur(samples.crop_around(team, samples.yao_ming_box(engine)), (0, 0), 1.8)
+    photo = factories.photo(event, blurred, width=blurred.shape[1], height=blurred.shape[0])
+    detect_and_store(photo, factories.still_of(blurred), engine)
+    match_and_cluster(photo, (blurred.shape[1], blurred.shape[0]))
+
+    face = largest_face(photo)
+    assert face.embedding_norm >= test_thresholds.clear_norm, face.embedding_norm
+    assert test_thresholds.clear_match <= face.similarity < test_thresholds.match, face.similarity
+    assert face.matched_user_id == user
+
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, dataclasses.replace(test_thresholds, clear_norm=22.5))
+    match_faces(photo, (blurred.shape[1], blurred.shape[0]))
+    assert largest_face(photo).matched_user_id is None, "seen less clearly, `match` decides"
 
 
 @pytest.mark.django_db

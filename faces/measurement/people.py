@@ -18,6 +18,7 @@ import numpy as np
 from faces.measurement.probes import AS_TAKEN, Probe
 from faces.measurement.verdicts import Pairs
 from faces.people import joined_centroid
+from faces.thresholds import FaceView, Thresholds
 
 # Immich's face clustering as it ships, the comparison's other side (its defaults: a fact of Immich, not a knob of
 # the rule): DBSCAN over cosine distance, a face within IMMICH_MAX_DISTANCE of IMMICH_MIN_FACES faces is a core.
@@ -184,18 +185,21 @@ def _source(one: Probe) -> str:
 
 @dataclass(frozen=True)
 class Found:
-    """Faces matched the way faces/people.py matches them (the most similar member, at or above `match`)."""
+    """Faces matched the way faces/people.py matches them (the most similar member, at or above the face's match
+    threshold)."""
 
     own: int  # members' faces matched to themselves
     faces: int  # members' faces (a reference photo aside)
     wrong: int  # faces matched to a member they are not: strangers', or a member's to another member
 
 
-def found(pairs: Pairs, match: float, rows: np.ndarray) -> Found:
-    """What matching finds among the probes `rows` selects (a bool mask over pairs.probes)."""
+def found(pairs: Pairs, thresholds: Thresholds, rows: np.ndarray) -> Found:
+    """What matching finds among the probes `rows` selects (a bool mask over pairs.probes), each probe at its own
+    match threshold (`Thresholds.match_for`: a whole photo's face, none of it past the edge)."""
     best = pairs.similarity.argmax(axis=1)
     picked = np.arange(len(pairs.probes))
-    reached = pairs.similarity[picked, best] >= match
+    match_at = np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
+    reached = pairs.similarity[picked, best] >= match_at
     right = pairs.genuine[picked, best]
     members = rows & pairs.genuine.any(axis=1)
     wrong = rows & reached & pairs.stranger[picked, best]

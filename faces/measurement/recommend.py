@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from faces.measurement import people
 from faces.measurement.events import DRAWS, Draws, events_of
 from faces.measurement.people import CLUSTER_RULE, ClusterRule, recommended_cluster
 from faces.measurement.probes import AS_TAKEN
@@ -45,6 +46,9 @@ class Grid:
     unsure_norms: tuple[float, ...] = (0.0, 14.0, 15.0, 16.0, 17.0, 18.0)
     # Norms under which a face is seen poorly: none, or a step above the unsure ones, where own faces score lower.
     weak_norms: tuple[float, ...] = (0.0, 19.0, 20.0, 21.0, 22.0, 23.0)
+    # Norms from which a face is seen clearly enough to be matched from its own, lower `clear_match`: the span
+    # where own faces' similarities level off (docs/MEASUREMENTS.md, "Who is in a photo": by norm).
+    clear_norms: tuple[float, ...] = (19.0, 20.0, 21.0, 22.0, 23.0, 24.0)
     # Head turns from which a face is seen poorly: a marked turn, a strong one, or none.
     turned_faces: tuple[float, ...] = (0.35, 0.5, math.inf)
     # A well seen face's blur thresholds, 0.15 .. 0.30: above strangers' edge (p97 about 0.13) to the old 0.30.
@@ -130,7 +134,21 @@ def recommend(
         )
     blur, poor_blur, turned, weak, unsure = best[1]
     join, merge = cluster(unsure)
-    chosen = Thresholds(match, blur, join, poor_blur, rule.small_face_px, turned, weak, unsure, cluster_merge=merge)
+    clear, clear_norm = clear_match(pairs, rule, match)
+    clear = None if clear is not None and clear < blur else clear  # a clear face matched to X must reach X's blur
+    chosen = Thresholds(
+        match,
+        blur,
+        join,
+        poor_blur,
+        rule.small_face_px,
+        turned,
+        weak,
+        unsure,
+        cluster_merge=merge,
+        clear_match=clear,
+        clear_norm=clear_norm,
+    )
     return chosen, verdict(pairs, chosen)
 
 
@@ -235,8 +253,34 @@ def two_fold(pairs: Pairs, rule: Rule = RULE) -> list[tuple[Thresholds, Verdict]
 def _match(pairs: Pairs, rule: Rule) -> float:
     if not pairs.stranger.any():
         raise NoRecommendation("no stranger pair: nothing to price a blur against (add people or group_ photos)")
-    highest = _highest_stranger(pairs)
+    return _above(_highest_stranger(pairs), rule)
+
+
+def _above(highest: float, rule: Rule) -> float:
+    """A match threshold `rule.match_margin` above the highest stranger pair, rounded up to `rule.match_step`."""
     return round(math.ceil(round((highest + rule.match_margin) / rule.match_step, 6)) * rule.match_step, 2)
+
+
+def clear_match(pairs: Pairs, rule: Rule, match: float) -> tuple[float | None, float]:
+    """(`clear_match`, `clear_norm`): of `rule.grid.clear_norms`, the split whose clear faces' own match threshold
+    (`match`'s rule on the stranger pairs of faces that clear alone) finds the most members' faces; (None, inf)
+    when no split's is under `match`. Ties: the higher norm."""
+    base = Thresholds(match, None, None, small_face_px=rule.small_face_px)
+    norms = np.array([one.quality.embedding_norm or 0.0 for one in pairs.probes])
+    wide = np.array([not base.small(one.quality) for one in pairs.probes], dtype=bool)
+    every = np.ones(len(norms), dtype=bool)
+    best, chosen = people.found(pairs, base, every).own, None
+    for norm in sorted(rule.grid.clear_norms, reverse=True):
+        clear = wide & (norms >= norm)
+        if not (pairs.stranger & clear[:, None]).any():
+            continue
+        value = _above(float(pairs.similarity[pairs.stranger & clear[:, None]].max()), rule)
+        if value >= match:
+            continue
+        own = people.found(pairs, replace(base, clear_match=value, clear_norm=norm), every).own
+        if own > best:
+            best, chosen = own, (value, norm)
+    return chosen if chosen is not None else (None, math.inf)
 
 
 def _highest_stranger(pairs: Pairs) -> float:

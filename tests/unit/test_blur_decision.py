@@ -185,3 +185,32 @@ def test_a_cut_face_is_not_blurred_when_the_event_has_no_dnp_member():
     view = FaceView(FaceQuality(100, 0.0, 24.0), 0.6)
     match = PhotoMatch.of([SimpleNamespace(id=0)], candidates, np.array([[0.1]], np.float32), THRESHOLDS.judge([view]))
     assert match.blurred() == [False]
+
+
+CLEAR = Thresholds(match=0.9, blur=0.5, cluster=0.9, clear_match=0.7, clear_norm=21.0)
+
+
+@pytest.mark.parametrize(
+    ("width_px", "embedding_norm", "hidden", "matched"),
+    [
+        (100, 21.0, 0.0, True),  # seen clearly and whole: matched from clear_match
+        (100, 20.9, 0.0, False),  # a weaker embedding: match decides
+        (31, 24.0, 0.0, False),  # small
+        (100, 24.0, 0.2, False),  # cut by the edge
+        (100, None, 0.0, False),  # stored before norms were kept
+    ],
+)
+def test_a_face_seen_clearly_is_matched_from_clear_match_any_other_from_match(
+    width_px, embedding_norm, hidden, matched
+):
+    match = photo_match(
+        [[0.0, 0.0, 0.75]], thresholds=CLEAR, width_px=width_px, embedding_norm=embedding_norm, hidden=hidden
+    )
+    assert match.best()[0][0] == (GUEST if matched else None)
+
+
+def test_clear_match_lies_between_blur_and_match():
+    with pytest.raises(ValueError, match="clear_match"):
+        Thresholds(match=0.4, blur=0.2, cluster=0.35, clear_match=0.45)
+    with pytest.raises(ValueError, match="clear_match"):
+        Thresholds(match=0.4, blur=0.2, cluster=0.35, clear_match=0.15)

@@ -10,7 +10,7 @@ import pytest
 from faces.measurement import people
 from faces.measurement.probes import AS_TAKEN, Probe
 from faces.measurement.verdicts import Pairs
-from faces.thresholds import FaceQuality
+from faces.thresholds import FaceQuality, Thresholds
 
 
 def unit(*values: float) -> np.ndarray:
@@ -72,5 +72,5 @@ def test_matching_finds_the_most_similar_member_at_match_and_counts_a_stranger_i
     person = np.array([one.person for one in probes])[:, None]
     same = person == np.array(["a", "b"])[None, :]
     pairs = Pairs(probes, ["a", "b"], similarity, same, ~same)
-    result = people.found(pairs, 0.4, np.ones(4, dtype=bool))
+    result = people.found(pairs, Thresholds(match=0.4, blur=None, cluster=None), np.ones(4, dtype=bool))
     assert (result.own, result.faces, result.wrong) == (2, 3, 1), "a's first face and b's; the stranger named a"

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from faces.measurement.probes import AS_TAKEN, Probe
-from faces.measurement.recommend import RULE, Grid, for_goals, recommend
+from faces.measurement.recommend import RULE, Grid, clear_match, for_goals, recommend
 from faces.measurement.verdicts import Pairs
 from faces.thresholds import THRESHOLDS, FaceQuality, Thresholds
 
@@ -85,14 +85,16 @@ def test_the_rule_lowers_the_threshold_where_members_are_seen_poorly_within_the_
     rows.append((probe("lookalike", "l.jpg"), [0.05, 0.35]))
     asked = []
     chosen, found = recommend(
-        pairs_of(rows, ["a", "b"]), SMALL_RULE, cluster=lambda unsure: asked.append(unsure) or 0.33
+        pairs_of(rows, ["a", "b"]), SMALL_RULE, cluster=lambda unsure: asked.append(unsure) or (0.33, 0.38)
     )
     assert found.visible == 0, "both poorly seen faces are blurred"
     assert chosen.poor_face_blur == 0.10
     assert chosen.turned_face == 0.5
     assert chosen.weak_norm == 21.0
     assert chosen.blur == 0.30, "faces seen well keep the higher threshold: no face of a member needs less"
-    assert chosen.cluster == 0.33, "measured on the clusters, for the faces the chosen unsure_norm judges"
+    assert (chosen.cluster, chosen.cluster_merge) == (0.33, 0.38), (
+        "measured on the clusters, for the faces the chosen unsure_norm judges"
+    )
     assert asked == [chosen.unsure_norm]
 
 
@@ -135,3 +137,21 @@ def test_the_budget_is_the_one_that_keeps_an_event_of_five_within_its_goal():
     assert chosen.blur == 0.18
     assert found.visible == 5
     assert budget < 0.02
+
+
+def test_clear_faces_get_their_own_match_threshold_where_it_finds_more_members():
+    """Strangers seen clearly (norm 22 and up) reach a member at most 0.30, the weaker ones 0.36: `match` is 0.40
+    and `clear_match` 0.35 from norm 22, which finds a's clear face at 0.37; from norm 21 the weak stranger's 0.36
+    would count, and nothing would be lower."""
+    rows = [
+        (probe("a", "a1.jpg", norm=25.0), [0.90, 0.05]),
+        (probe("a", "a2.jpg", norm=23.0), [0.37, 0.02]),
+        (probe("a", "a3.jpg", norm=21.5), [0.38, 0.02]),
+        (probe("b", "b1.jpg"), [0.02, 0.85]),
+        (probe("b", "b2.jpg", norm=21.5), [0.36, 0.60]),
+        (probe("b", "b3.jpg", norm=24.0), [0.30, 0.70]),
+    ]
+    pairs = pairs_of(rows, ["a", "b"])
+    rule = replace(SMALL_RULE, grid=replace(SMALL_RULE.grid, clear_norms=(21.0, 22.0)))
+    assert clear_match(pairs, rule, 0.40) == (0.35, 22.0)
+    assert clear_match(pairs, rule, 0.35) == (None, math.inf), "nothing under match"

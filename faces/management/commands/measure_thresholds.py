@@ -299,7 +299,7 @@ class Command(BaseCommand):
                 found = verdict(pairs, thresholds)
                 events = events_of(pairs, blur, event_size, as_taken, REPORT.rule.draws)
                 in_events = f"{events.strangers_mean:.2%}" if events is not None else "-"
-                matched = people.found(pairs, thresholds.match, as_taken)
+                matched = people.found(pairs, thresholds, as_taken)
                 self.stdout.write(
                     f"| {name} | {count} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
                     f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {in_events} "
@@ -321,17 +321,18 @@ class Command(BaseCommand):
     def _found(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
         """Members found in their own photos (faces/measurement/people.py), by condition; faces matched to a member
         they are not, which must stay none."""
-        names = " | ".join(f"{name} (match {thresholds.match:.2f})" for name, thresholds in decisions.items())
+        names = " | ".join(f"{name} ({_match_text(thresholds)})" for name, thresholds in decisions.items())
         self.stdout.write(
             "\n## Members found in their own photos\n\nEach face matched to the member it is most similar to, at "
-            f"or above `match`; one reference each.\n\n| condition | {names} |\n|---|" + "---:|" * len(decisions)
+            "or above its match threshold (`clear_match` for a face seen clearly, else `match`); one reference each."
+            f"\n\n| condition | {names} |\n|---|" + "---:|" * len(decisions)
         )
         every = np.ones(len(pairs.probes), dtype=bool)
         for label, among in [*conditions(pairs), ("every condition", every)]:
-            counts = [people.found(pairs, thresholds.match, among) for thresholds in decisions.values()]
+            counts = [people.found(pairs, thresholds, among) for thresholds in decisions.values()]
             cells = " | ".join(f"{one.own}/{one.faces} ({one.own / max(one.faces, 1):.1%})" for one in counts)
             self.stdout.write(f"| {label} | {cells} |")
-        wrong = [str(people.found(pairs, thresholds.match, every).wrong) for thresholds in decisions.values()]
+        wrong = [str(people.found(pairs, thresholds, every).wrong) for thresholds in decisions.values()]
         self.stdout.write(f"| faces matched to a member they are not, every condition | {' | '.join(wrong)} |")
 
     def _clusters(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
@@ -459,7 +460,15 @@ def thresholds_line(thresholds: Thresholds) -> str:
         f"Thresholds(match={thresholds.match:.2f}, blur={thresholds.blur:.2f}, cluster={thresholds.cluster:.2f}, "
         f"poor_face_blur={thresholds.poor_face_blur:.2f}, small_face_px={thresholds.small_face_px}, "
         f"turned_face={thresholds.turned_face:g}, weak_norm={thresholds.weak_norm:g}, "
-        f"unsure_norm={thresholds.unsure_norm:g}, cluster_merge={_or_never(thresholds.cluster_merge)})"
+        f"unsure_norm={thresholds.unsure_norm:g}, cluster_merge={_or_never(thresholds.cluster_merge)}, "
+        f"clear_match={_or_never(thresholds.clear_match)}, clear_norm={thresholds.clear_norm:g})"
+    )
+
+
+def _match_text(thresholds: Thresholds) -> str:
+    clear = thresholds.clear_match
+    return f"match {thresholds.match:.2f}" + (
+        "" if clear is None else f", {clear:.2f} from norm {thresholds.clear_norm:g}"
     )
 
 
