@@ -193,13 +193,22 @@ class Found:
     wrong: int  # faces matched to a member they are not: strangers', or a member's to another member
 
 
+def strangers_named(pairs: Pairs, thresholds: Thresholds) -> int:
+    """Stranger pairs at the probe's own match threshold: a guest who is no member, named as one. Must stay none."""
+    return int((pairs.stranger & (pairs.similarity >= _match_at(pairs, thresholds)[:, None])).sum())
+
+
+def _match_at(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
+    """Each probe's match threshold (`Thresholds.match_for`: a whole photo's face, none of it past the edge)."""
+    return np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
+
+
 def found(pairs: Pairs, thresholds: Thresholds, rows: np.ndarray) -> Found:
     """What matching finds among the probes `rows` selects (a bool mask over pairs.probes), each probe at its own
-    match threshold (`Thresholds.match_for`: a whole photo's face, none of it past the edge)."""
+    match threshold."""
     best = pairs.similarity.argmax(axis=1)
     picked = np.arange(len(pairs.probes))
-    match_at = np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
-    reached = pairs.similarity[picked, best] >= match_at
+    reached = pairs.similarity[picked, best] >= _match_at(pairs, thresholds)
     right = pairs.genuine[picked, best]
     members = rows & pairs.genuine.any(axis=1)
     wrong = rows & reached & pairs.stranger[picked, best]

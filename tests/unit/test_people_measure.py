@@ -74,3 +74,15 @@ def test_matching_finds_the_most_similar_member_at_match_and_counts_a_stranger_i
     pairs = Pairs(probes, ["a", "b"], similarity, same, ~same)
     result = people.found(pairs, Thresholds(match=0.4, blur=None, cluster=None), np.ones(4, dtype=bool))
     assert (result.own, result.faces, result.wrong) == (2, 3, 1), "a's first face and b's; the stranger named a"
+
+
+def test_a_stranger_pair_at_the_faces_own_match_threshold_names_a_guest_who_is_no_member():
+    clear, weak = FaceQuality(100.0, 0.0, 24.0), FaceQuality(100.0, 0.0, 18.0)
+    probes = [
+        Probe("s", Path("s1.jpg"), AS_TAKEN, np.zeros(4), 0.9, unit(1), clear),
+        Probe("t", Path("t1.jpg"), AS_TAKEN, np.zeros(4), 0.9, unit(1), weak),
+    ]
+    similarity = np.array([[0.37], [0.37]], dtype=np.float32)
+    pairs = Pairs(probes, ["a"], similarity, np.zeros((2, 1), bool), np.ones((2, 1), bool))
+    thresholds = Thresholds(match=0.40, blur=0.18, cluster=0.35, clear_match=0.35, clear_norm=21)
+    assert people.strangers_named(pairs, thresholds) == 1, "the clear face at 0.37 reaches 0.35; the weak one not 0.40"

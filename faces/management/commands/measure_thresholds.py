@@ -334,6 +334,8 @@ class Command(BaseCommand):
             self.stdout.write(f"| {label} | {cells} |")
         wrong = [str(people.found(pairs, thresholds, every).wrong) for thresholds in decisions.values()]
         self.stdout.write(f"| faces matched to a member they are not, every condition | {' | '.join(wrong)} |")
+        named = [str(people.strangers_named(pairs, thresholds)) for thresholds in decisions.values()]
+        self.stdout.write(f"| stranger pairs at the face's match threshold, every condition | {' | '.join(named)} |")
 
     def _clusters(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
         """Per decision, each event's Unknown clusters by the worker's rule at its `cluster`, beside Immich's DBSCAN
