@@ -229,3 +229,24 @@ def test_exposure():
 def test_exposure_hide():
     out = bench("bench/exposure.py", "--hide-photos", "3", "--baseline", "HEAD")
     assert re.search(r"\| this tree \| \d+ \| 3 \| ", out), "the hide reaches every photo"
+
+
+def test_people_found(tiny_set):
+    out = bench(
+        "bench/people_found.py",
+        str(tiny_set),
+        "--members-per-event",
+        "1",
+        "--photos-per-person",
+        "1",
+        "--strangers-per-event",
+        "1",
+        "--cluster-photos-per-person",
+        "2",
+        "--baseline",
+        "HEAD",
+    )
+    assert "2 events of members (2 members" in out
+    assert "2 photos of them, 2 of strangers; 4 photos in events of nobody" in out
+    assert re.search(r"\| this tree \| \d/2 \(\S+\) \| 0 \| 0/2 \|", out), "nobody named as someone else"
+    assert "| tom | 1, 2 |" in out and "| yao | 1, 2 |" in out
