@@ -15,7 +15,18 @@ from faces.thresholds import THRESHOLDS, FaceQuality, Thresholds
 
 MEASUREMENTS = Path(__file__).resolve().parents[2] / "docs" / "MEASUREMENTS.md"
 BUFFALO_S = THRESHOLDS["insightface-buffalo_s"]
-FIELDS = ("match", "blur", "poor_face_blur", "turned_face", "weak_norm", "unsure_norm", "cluster", "cluster_merge")
+FIELDS = (
+    "match",
+    "blur",
+    "poor_face_blur",
+    "turned_face",
+    "weak_norm",
+    "unsure_norm",
+    "cluster",
+    "cluster_merge",
+    "clear_match",
+    "clear_norm",
+)
 
 
 def thresholds_section() -> str:
