@@ -269,7 +269,8 @@ def assign_clusters(faces: list[Face], rule: thresholds.Thresholds) -> None:
     if not work:
         return
     lock_event_clusters(work[0].event_id)
-    for identity in _identities(work):
+    # Faces now matched leave first: a merge below may delete the cluster one of them was read in.
+    for identity in sorted(_identities(work), key=lambda identity: identity[0].matched_user_id is None):
         if identity[0].matched_user_id is not None:
             for face in identity:
                 _leave_cluster(face)
