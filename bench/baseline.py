@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -96,3 +97,42 @@ def send(message: dict) -> None:
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pgmq.send('jobs', %s::jsonb)", [json.dumps(message)])
+
+
+def on_labelled_set(args, choose: Callable, measure: Callable, report: Callable) -> None:
+    """A labelled-set bench: `choose(args)` picks once, with this tree's engine, what both workers get; then
+    `measure(tree, uri, folder, *chosen)` for each tree and `report(results, *chosen)` (one result per tree)."""
+    chosen = {}
+    runs = beside_baseline(
+        args.baseline,
+        lambda tree, uri, folder: measure(tree, uri, folder, *chosen["set"]),
+        before=lambda: chosen.setdefault("set", choose(args)),
+    )
+    report({name: results[0] for name, results in runs.items()}, *chosen["set"])
+
+
+def upload_photo(event, path: Path):
+    """A photo of `event` as the API makes it from the file at `path`, its face_process sent; its id."""
+    from faces.models import Photo
+
+    photo_id = uuid.uuid4()
+    key = put_file(f"events/{event.id}/uploads/{photo_id}{path.suffix}", path)
+    Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
+    send({"job": "face_process", "photo_id": str(photo_id)})
+    return photo_id
+
+
+def send_reference(user_id, path: Path) -> None:
+    """A reference upload of `user_id` from the file at `path`, pending, its reference_process sent."""
+    from faces.models import SubjectReference
+
+    key = put_file(f"users/{user_id}/references/{uuid.uuid4()}.jpg", path)
+    reference = SubjectReference.objects.create(user_id=user_id, upload_key=key, status="pending")
+    send({"job": "reference_process", "reference_id": str(reference.id)})
+
+
+def put_file(key: str, path: Path) -> str:
+    from django.core.files.base import ContentFile
+    from django.core.files.storage import default_storage
+
+    return default_storage.save(key, ContentFile(path.read_bytes()))

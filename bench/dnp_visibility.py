@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baseline import beside_baseline, drain, empty_database, send, worker_env  # noqa: E402
+from bench.baseline import drain, empty_database, on_labelled_set, send_reference, upload_photo, worker_env  # noqa: E402
 
 BASELINE = "ae6c4cb"  # main before "Recognise a Do Not Publish guest in real photos"
 # Mean absolute difference (0-255) of the face's middle between upload and public file under which the face
@@ -55,14 +55,7 @@ def main() -> None:
     parser.add_argument("--dnp-per-event", type=int, default=1, help="DNP members in each event")
     parser.add_argument("--strangers-per-event", type=int, default=0, help="photos of people outside each event")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
-    args = parser.parse_args()
-    chosen = {}
-    runs = beside_baseline(
-        args.baseline,
-        lambda tree, uri, folder: measure(tree, uri, folder, *chosen["set"]),
-        before=lambda: chosen.setdefault("set", choose(args)),
-    )
-    print_table({name: results[0] for name, results in runs.items()}, *chosen["set"])
+    on_labelled_set(parser.parse_args(), choose, measure, print_table)
 
 
 def choose(args) -> tuple[dict[str, tuple[Path, int]], list[Upload]]:
@@ -136,26 +129,15 @@ def reference_kinds(photos: dict) -> dict:
 def seed(references: dict[str, tuple[Path, int]], uploads: list[Upload]) -> dict:
     """Events, DNP members (person -> their reference photo and event), references and photos as the API makes
     them; every job sent. Photo id -> Upload."""
-    from faces.models import Event, EventMember, Photo, SubjectReference
+    from faces.models import Event, EventMember
 
     indexes = sorted({index for _, index in references.values()} | {upload.event for upload in uploads})
     events = {index: Event.objects.create(name=f"event {index}") for index in indexes}
     for image, index in references.values():
-        event = events[index]
         user_id = uuid.uuid4()
-        EventMember.objects.create(event=event, user_id=user_id, do_not_publish=True)
-        reference = SubjectReference.objects.create(
-            user_id=user_id, upload_key=_put(f"users/{user_id}/references/{uuid.uuid4()}.jpg", image), status="pending"
-        )
-        send({"job": "reference_process", "reference_id": str(reference.id)})
-    photos = {}
-    for upload in uploads:
-        photo_id, event = uuid.uuid4(), events[upload.event]
-        key = _put(f"events/{event.id}/uploads/{photo_id}{upload.path.suffix}", upload.path)
-        Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
-        send({"job": "face_process", "photo_id": str(photo_id)})
-        photos[photo_id] = upload
-    return photos
+        EventMember.objects.create(event=events[index], user_id=user_id, do_not_publish=True)
+        send_reference(user_id, image)
+    return {upload_photo(events[upload.event], upload.path): upload for upload in uploads}
 
 
 def shown(photo_id, upload: Upload) -> tuple[Upload, str]:
@@ -179,13 +161,6 @@ def shown(photo_id, upload: Upload) -> tuple[Upload, str]:
     if public.shape != uploaded.shape:
         return upload, "blurred"  # a file of another size is not the upload: the worker rendered and blurred it
     return upload, "visible" if difference(public[core], uploaded[core]) < VISIBLE_DIFFERENCE else "blurred"
-
-
-def _put(key: str, path: Path) -> str:
-    from django.core.files.base import ContentFile
-    from django.core.files.storage import default_storage
-
-    return default_storage.save(key, ContentFile(path.read_bytes()))
 
 
 def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:

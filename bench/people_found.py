@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.baseline import beside_baseline, drain, empty_database, send, worker_env  # noqa: E402
+from bench.baseline import drain, empty_database, on_labelled_set, send_reference, upload_photo, worker_env  # noqa: E402
 
 BASELINE = "3111500"  # main before clusters merged and clear faces matched from clear_match (issue 46)
 MIN_IOU = 0.3  # a stored face is the upload's labelled face when it overlaps its box this much: shrunk boxes shift
@@ -50,14 +50,7 @@ def main() -> None:
     parser.add_argument("--strangers-per-event", type=int, default=20, help="photos of people outside each event")
     parser.add_argument("--cluster-photos-per-person", type=int, default=8, help="each person's, to be clustered")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
-    args = parser.parse_args()
-    chosen = {}
-    runs = beside_baseline(
-        args.baseline,
-        lambda tree, uri, folder: measure(tree, uri, folder, *chosen["set"]),
-        before=lambda: chosen.setdefault("set", choose(args)),
-    )
-    print_tables({name: results[0] for name, results in runs.items()}, *chosen["set"])
+    on_labelled_set(parser.parse_args(), choose, measure, print_tables)
 
 
 def choose(args) -> tuple[dict[str, tuple[Path, str]], list[Upload]]:
@@ -109,7 +102,7 @@ def measure(tree: Path, uri: str, folder: Path, members: dict[str, tuple], uploa
 def seed(members: dict[str, tuple[Path, str]], uploads: list[Upload]) -> tuple[dict, dict]:
     """Events, members (person -> reference photo and event), references and photos as the API makes them; every
     job sent. (photo id -> Upload, user id -> person)."""
-    from faces.models import Event, EventMember, Photo, SubjectReference
+    from faces.models import Event, EventMember
 
     events = {name: Event.objects.create(name=name) for name in sorted({upload.event for upload in uploads})}
     users = {}
@@ -117,17 +110,8 @@ def seed(members: dict[str, tuple[Path, str]], uploads: list[Upload]) -> tuple[d
         user_id = uuid.uuid4()
         users[user_id] = person
         EventMember.objects.create(event=events[name], user_id=user_id, do_not_publish=False)
-        key = _put(f"users/{user_id}/references/{uuid.uuid4()}.jpg", image)
-        reference = SubjectReference.objects.create(user_id=user_id, upload_key=key, status="pending")
-        send({"job": "reference_process", "reference_id": str(reference.id)})
-    photos = {}
-    for upload in uploads:
-        photo_id, event = uuid.uuid4(), events[upload.event]
-        key = _put(f"events/{event.id}/uploads/{photo_id}{upload.path.suffix}", upload.path)
-        Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), upload_key=key, upload_thumb_key=key)
-        send({"job": "face_process", "photo_id": str(photo_id)})
-        photos[photo_id] = upload
-    return photos, users
+        send_reference(user_id, image)
+    return {upload_photo(events[upload.event], upload.path): upload for upload in uploads}, users
 
 
 def face_of(photo_id, upload: Upload):
@@ -206,13 +190,6 @@ def print_clusters(results: dict) -> None:
 
 def _score(score) -> str:
     return f"{score.precision:.3f} / {score.recall:.3f} / {score.f1:.3f} ({score.clusters})"
-
-
-def _put(key: str, path: Path) -> str:
-    from django.core.files.base import ContentFile
-    from django.core.files.storage import default_storage
-
-    return default_storage.save(key, ContentFile(path.read_bytes()))
 
 
 if __name__ == "__main__":

@@ -37,19 +37,7 @@ def clustered_face(photo, embedding: list[float]) -> Face:
 
 
 def unclustered_face(photo, embedding: list[float]) -> Face:
-    return Face.objects.create(
-        photo=photo,
-        event_id=photo.event_id,
-        box_x=0.1,
-        box_y=0.2,
-        box_w=0.05,
-        box_h=0.07,
-        landmarks=[[0.11, 0.22], [0.13, 0.22], [0.12, 0.24], [0.11, 0.26], [0.13, 0.26]],
-        det_score=0.9,
-        embedding=embedding,
-        engine="insightface-buffalo_s",
-        embedding_norm=24.0,
-    )
+    return factories.face_row(photo, embedding, embedding_norm=24.0)
 
 
 def test_a_cluster_that_came_near_an_older_one_merges_into_it():

@@ -29,22 +29,6 @@ def make_photo(event: Event) -> Photo:
     return factories.photo_row(event, blur_regions=[{"x": 0.1, "y": 0.2, "w": 0.3, "h": 0.4}])
 
 
-def make_face(photo: Photo, embedding: list[float], **fields) -> Face:
-    return Face.objects.create(
-        photo=photo,
-        event_id=photo.event_id,
-        box_x=0.1,
-        box_y=0.2,
-        box_w=0.05,
-        box_h=0.07,
-        landmarks=[[0.11, 0.22], [0.13, 0.22], [0.12, 0.24], [0.11, 0.26], [0.13, 0.26]],
-        det_score=0.98,
-        embedding=embedding,
-        engine="insightface-buffalo_s",
-        **fields,
-    )
-
-
 def test_event_and_member_round_trip():
     event = Event.objects.create(name="Wedding")
     user = uuid.uuid4()
@@ -95,7 +79,7 @@ def test_photo_variant_and_cluster_round_trip():
         thumb_key=f"events/{event.id}/photos/{photo.id}/v1/user_{user}_thumb.jpg",
     )
     cluster = UnknownCluster.objects.create(event=event, centroid=unit(2), face_count=1)
-    face = make_face(photo, unit(3), unknown_cluster=cluster, similarity=0.42)
+    face = factories.face_row(photo, unit(3), unknown_cluster=cluster, similarity=0.42)
 
     stored = Photo.objects.get(pk=photo.pk)
     assert stored.blur_regions == [{"x": 0.1, "y": 0.2, "w": 0.3, "h": 0.4}]
@@ -111,7 +95,7 @@ def test_photo_variant_and_cluster_round_trip():
 def test_cosine_distance_query_returns_the_nearest_face():
     event = Event.objects.create(name="Reunion")
     photo = make_photo(event)
-    faces = [make_face(photo, unit(seed)) for seed in (10, 11, 12)]
+    faces = [factories.face_row(photo, unit(seed)) for seed in (10, 11, 12)]
     query = np.asarray(faces[1].embedding) + np.random.default_rng(99).normal(scale=0.01, size=512)
 
     nearest = (

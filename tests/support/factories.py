@@ -9,7 +9,7 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from faces import media
-from faces.models import Event, EventMember, Photo, SubjectReference
+from faces.models import Event, EventMember, Face, Photo, SubjectReference
 from momentlens.devservices.samples import derived_portrait, encode_jpeg, recolour
 from tests.support.queue_helpers import send
 
@@ -45,6 +45,23 @@ def photo_row(event: Event, photo_id: uuid.UUID | None = None, **fields) -> Phot
         "upload_thumb_key": f"events/{event.id}/uploads/{photo_id}_thumb.jpg",
     }
     return Photo.objects.create(id=photo_id, event=event, uploader_id=uuid.uuid4(), **{**uploads, **fields})
+
+
+def face_row(photo: Photo, embedding: list[float], **fields) -> Face:
+    """A stored face of `photo` (a small box near the top left) with `embedding`; nothing detected."""
+    return Face.objects.create(
+        photo=photo,
+        event_id=photo.event_id,
+        box_x=0.1,
+        box_y=0.2,
+        box_w=0.05,
+        box_h=0.07,
+        landmarks=[[0.11, 0.22], [0.13, 0.22], [0.12, 0.24], [0.11, 0.26], [0.13, 0.26]],
+        det_score=0.98,
+        embedding=embedding,
+        engine="insightface-buffalo_s",
+        **fields,
+    )
 
 
 def rendered_photo_rows(event: Event, count: int) -> list[Photo]:
