@@ -143,7 +143,7 @@ class Thresholds:
         return self.small(quality) or turned or weak
 
     def match_for(self, view: "FaceView") -> float | None:
-        """The similarity from which a face seen as `view` says is matched: `clear_match` when it is seen clearly,
+        """The similarity from which a face seen as `view` tells is matched: `clear_match` when it is seen clearly,
         else `match`."""
         quality = view.quality
         clear = (
