@@ -222,9 +222,9 @@ class Command(BaseCommand):
         strong_turn = REPORT.rule.goals.strong_turn
         self.stdout.write(
             f"\n## Per DNP member, {label}\n\n| decision | own faces visible | at a head turn >= {strong_turn} "
-            "| strangers blurred per member: mean | worst |"
+            "| strangers blurred per member: mean | worst | the member most often visible |"
         )
-        self.stdout.write("|---|---:|---:|---:|---|")
+        self.stdout.write("|---|---:|---:|---:|---|---|")
         turned = pairs.subset(pairs.head_turn >= strong_turn)
         for name, thresholds in decisions.items():
             found, at_turn = verdict(pairs, thresholds), verdict(turned, thresholds)
@@ -232,7 +232,7 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"| {name} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
                 f"| {at_turn.visible}/{at_turn.faces} ({at_turn.visible_share:.2%}) | {found.strangers_mean:.2%} "
-                f"| {found.strangers_worst:.2%} ({worst}) |"
+                f"| {found.strangers_worst:.2%} ({worst}) | {_most_visible(pairs, thresholds)} |"
             )
 
     def _events(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
@@ -465,6 +465,15 @@ def thresholds_line(thresholds: Thresholds) -> str:
         f"unsure_norm={thresholds.unsure_norm:g}, cluster_merge={_or_never(thresholds.cluster_merge)}, "
         f"clear_match={_or_never(thresholds.clear_match)}, clear_norm={thresholds.clear_norm:g})"
     )
+
+
+def _most_visible(pairs: Pairs, thresholds: Thresholds) -> str:
+    """The member whose own faces the decision leaves visible most often: "member (visible/faces)"; "-" if nobody's."""
+    visible = (pairs.genuine & ~blurred(pairs, thresholds)).sum(axis=0)
+    if not visible.any():
+        return "-"
+    member = int(np.argmax(visible))
+    return f"{pairs.members[member]} ({visible[member]}/{pairs.genuine[:, member].sum()})"
 
 
 def _match_text(thresholds: Thresholds) -> str:
