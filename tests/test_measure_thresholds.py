@@ -153,3 +153,12 @@ def test_events_of_several_dnp_members_and_several_references_are_reported(repor
     assert one[2].endswith("%")
     assert "| committed | 5 | (fewer members than 5) |" in events
     assert "## One reference per member, or 3" in report
+
+
+def test_the_member_most_often_left_visible_is_named(report):
+    """Yao's one own face reaches his reference (0.6): nobody's face is left visible under the committed line."""
+    per_member = report[report.index("## Per DNP member, as taken") :]
+    assert "| the member most often visible |" in per_member
+    committed = row(per_member, "committed")
+    assert committed[1].startswith("0/1 ")
+    assert committed[-1] == "-"
