@@ -115,12 +115,15 @@ def seed(members: dict[str, tuple[Path, str]], uploads: list[Upload]) -> tuple[d
 
 
 def face_of(photo_id, upload: Upload):
-    """The stored face that is the upload's labelled one (None: the worker stored none there)."""
+    """The stored face that is the upload's labelled one (None: the worker stored none there, or did not publish
+    the photo)."""
     from faces.geometry import iou
-    from faces.media.still import Still
-    from faces.models import Face
+    from faces.models import Face, Photo
 
-    height, width = Still(upload.path.read_bytes()).image.shape[:2]
+    size = Photo.objects.get(id=photo_id).shown_size  # what the worker recorded: the displayed upload's
+    if size is None:
+        return None
+    width, height = size
     x1, y1, x2, y2 = upload.box
     labelled = (x1 / width, y1 / height, x2 / width, y2 / height)
     best, overlap = None, MIN_IOU

@@ -78,7 +78,7 @@ def worker_clusters(embeddings: np.ndarray, threshold: float, merge: float | Non
     merged with any other whose centroid reaches `merge` (None: never), the younger into the older."""
     centroids = np.zeros((0, embeddings.shape[1]), dtype=np.float32)
     counts: list[int] = []  # a merged-away cluster's count is 0: its centroid is never nearest again
-    result = np.empty(len(embeddings), dtype=int)
+    result = np.full(len(embeddings), -1, dtype=int)
     for row, embedding in enumerate(embeddings):
         similarity = _alive(centroids @ embedding, counts)
         nearest = int(similarity.argmax()) if len(counts) else -1
@@ -95,7 +95,7 @@ def worker_clusters(embeddings: np.ndarray, threshold: float, merge: float | Non
             weighted = centroids[younger][None, :] * counts[younger]
             centroids[older] = joined_centroid(centroids[older], counts[older], weighted)
             counts[older], counts[younger] = counts[older] + counts[younger], 0
-            result[: row + 1][result[: row + 1] == younger] = older
+            result[result == younger] = older
             nearest = older
     return result
 

@@ -41,7 +41,7 @@ from faces.measurement.probes import (
     references,
 )
 from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, two_fold
-from faces.measurement.verdicts import Pairs, blurred, verdict
+from faces.measurement.verdicts import Pairs, blurred, verdict, verdict_of
 from faces.thresholds import Thresholds, for_engine
 
 
@@ -227,12 +227,13 @@ class Command(BaseCommand):
         self.stdout.write("|---|---:|---:|---:|---|---|")
         turned = pairs.subset(pairs.head_turn >= strong_turn)
         for name, thresholds in decisions.items():
-            found, at_turn = verdict(pairs, thresholds), verdict(turned, thresholds)
+            blur = blurred(pairs, thresholds)
+            found, at_turn = verdict_of(pairs, blur), verdict(turned, thresholds)
             worst = pairs.members[int(np.argmax(found.strangers_blurred))] if found.strangers_blurred.size else "-"
             self.stdout.write(
                 f"| {name} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
                 f"| {at_turn.visible}/{at_turn.faces} ({at_turn.visible_share:.2%}) | {found.strangers_mean:.2%} "
-                f"| {found.strangers_worst:.2%} ({worst}) | {_most_visible(pairs, thresholds)} |"
+                f"| {found.strangers_worst:.2%} ({worst}) | {_most_visible(pairs, blur)} |"
             )
 
     def _events(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
@@ -467,9 +468,10 @@ def thresholds_line(thresholds: Thresholds) -> str:
     )
 
 
-def _most_visible(pairs: Pairs, thresholds: Thresholds) -> str:
-    """The member whose own faces the decision leaves visible most often: "member (visible/faces)"; "-" if nobody's."""
-    visible = (pairs.genuine & ~blurred(pairs, thresholds)).sum(axis=0)
+def _most_visible(pairs: Pairs, blur: np.ndarray) -> str:
+    """The member whose own faces `blur` (verdicts.blurred) leaves visible most often: "member (visible/faces)"; "-"
+    if nobody's."""
+    visible = (pairs.genuine & ~blur).sum(axis=0)
     if not visible.any():
         return "-"
     member = int(np.argmax(visible))
