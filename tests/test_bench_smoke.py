@@ -251,3 +251,9 @@ def test_people_found(tiny_set):
     assert re.search(r"\| this tree \| \d/2 \(\S+\) \| 0 \| 0/2 \|", out), "nobody named as someone else"
     assert "| tom | 1, 2 |" in out
     assert "| yao | 1, 2 |" in out
+
+
+def test_recogniser_graph():
+    out = bench("bench/recogniser_graph.py", "--repeats", "1", "--threads", "1", "--batches", "1")
+    assert "| PRelu as Mul and Max (the worker's) | 1 | 1 |" in out
+    assert "Largest difference between the two graphs' features: 0\n" in out

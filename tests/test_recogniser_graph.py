@@ -1,0 +1,108 @@
+"""The recogniser's PRelu as Mul and Max (faces/engines/graph.py): the real buffalo_s recogniser gives the same
+features bit for bit on real faces, a PRelu the identity does not hold for is left alone, and the engine runs the
+rewritten graph on a CPU only."""
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from django.conf import settings
+from insightface.utils.face_align import norm_crop
+from onnx import TensorProto, helper, numpy_helper
+
+from faces.engines import resident_engine
+from faces.engines.graph import prelu_count, with_prelu_as_max
+from faces.engines.insightface import _recogniser_model
+from faces.engines.packs import BUFFALO_L, BUFFALO_S, ModelFileRejected, pack_folder
+from momentlens.devservices import samples
+
+
+def _recogniser_file() -> str:
+    return str(BUFFALO_S.files(pack_folder(BUFFALO_S, settings.FACE_MODEL_ROOT))[1])
+
+
+def _features(model, faces: np.ndarray) -> np.ndarray:
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    return np.concatenate([session.run(None, {session.get_inputs()[0].name: face[None]})[0] for face in faces])
+
+
+def _aligned_group_faces() -> np.ndarray:
+    image = samples.group_photo()
+    crops = [norm_crop(image, landmark=face.landmarks, image_size=112) for face in resident_engine().detect(image)]
+    crops += [np.ascontiguousarray(crop[:, ::-1]) for crop in crops]
+    blob = (np.stack(crops)[..., ::-1].astype(np.float32) - 127.5) / 127.5
+    return np.ascontiguousarray(blob.transpose(0, 3, 1, 2))
+
+
+def _prelu_model(slopes: list[float]) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, len(slopes), 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, len(slopes), 3])
+    slope = numpy_helper.from_array(np.array(slopes, dtype=np.float32).reshape(-1, 1), "slope")
+    graph = helper.make_graph([helper.make_node("PRelu", ["x", "slope"], ["y"])], "prelu", [x], [y], [slope])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)], ir_version=7)
+
+
+def test_buffalo_s_recogniser_gives_the_same_features_bit_for_bit_without_a_prelu():
+    recogniser = _recogniser_file()
+    faces = _aligned_group_faces()
+    rewritten = with_prelu_as_max(onnx.load(recogniser))
+
+    assert prelu_count(onnx.load(recogniser)) == 34
+    assert prelu_count(rewritten) == 0
+    assert len(faces) == 12  # t1's six guests and their mirror images
+    assert np.array_equal(_features(rewritten.SerializeToString(), faces), _features(recogniser, faces))
+
+
+def test_a_prelu_with_slopes_at_most_one_computes_the_same_as_max():
+    model = _prelu_model([0.25, -0.83, 1.0, 0.0])
+    values = np.array([[[-2.5, 0.0, 3.0], [-1.0, -0.0, 0.5], [-7.0, 2.0, -0.1], [-3.0, 4.0, 0.0]]], dtype=np.float32)
+
+    rewritten = with_prelu_as_max(onnx.load_from_string(model.SerializeToString()))
+
+    assert prelu_count(rewritten) == 0
+    expected = _features(model.SerializeToString(), values)
+    assert np.array_equal(_features(rewritten.SerializeToString(), values), expected)
+
+
+def test_a_prelu_with_a_slope_above_one_is_left_alone():
+    """max(x, slope * x) is x * slope for a negative x only while the slope is at most 1: at 1.5 it would keep x."""
+    model = _prelu_model([0.25, 1.5])
+
+    assert prelu_count(with_prelu_as_max(model)) == 1
+
+
+def test_the_engine_runs_the_rewritten_graph_on_a_cpu_and_the_file_elsewhere():
+    recogniser = _recogniser_file()
+
+    on_cpu = _recogniser_model(recogniser, "CPUExecutionProvider")
+    elsewhere = _recogniser_model(recogniser, "CUDAExecutionProvider")
+
+    assert prelu_count(onnx.load_from_string(on_cpu)) == 0
+    assert elsewhere == recogniser
+
+
+def test_a_truncated_recogniser_without_a_digest_is_refused(tmp_path):
+    """buffalo_l's files have no digest here: a file that is no ONNX model is refused when its graph is read."""
+    recogniser = tmp_path / BUFFALO_L.recognizer
+    recogniser.write_bytes(b"\x08\x07\x12\x04not a model")
+
+    with pytest.raises(ModelFileRejected, match="does not load as an ONNX model"):
+        _recogniser_model(str(recogniser), "CPUExecutionProvider")
+
+
+def test_the_resident_engine_embeds_as_the_files_graph_does():
+    """The worker's own call, on the rewritten graph: the features ArcFace gives from the file's graph."""
+    engine = resident_engine()
+    image = samples.group_photo()
+    detections = engine.detect(image)
+    recogniser = _recogniser_file()
+    faces = _aligned_group_faces()
+    raw = _features(recogniser, faces)
+    halves = raw[: len(detections)], raw[len(detections) :]
+    expected = [a / np.linalg.norm(a) + b / np.linalg.norm(b) for a, b in zip(*halves, strict=True)]
+
+    seen = engine.embed_many(image, detections)
+
+    assert np.allclose(seen.vectors[:, :512], [e / np.linalg.norm(e) for e in expected], atol=1e-6)
