@@ -50,6 +50,8 @@ def main() -> None:
     title = f"{recogniser_file.name}, {len(faces) // 2} real faces and their mirror images"
     print(f"\n## The recogniser's PRelu: {title}\n")
     print(f"PRelu nodes: {prelu_count(original)} in the file's graph, {prelu_count(rewritten)} in the worker's.\n")
+    low, high = slope_range(original)
+    print(f"The file's PRelu slopes: from {low:.2f} to {high:.2f}.\n")
     features = {name: embedded(graph, faces) for name, graph in graphs.items()}
     baseline, worker = features.values()
     print(f"Largest difference between the two graphs' features: {float(np.abs(baseline - worker).max()):.3g}\n")
@@ -61,6 +63,15 @@ def main() -> None:
             first = next(iter(times.values()))
             for name, ms in times.items():
                 print(f"| {name} | {threads} | {batch} | {ms:.2f} | {ms / first:.2f} |")
+
+
+def slope_range(model) -> tuple[float, float]:
+    from onnx import numpy_helper
+
+    tensors = {tensor.name: tensor for tensor in model.graph.initializer}
+    slopes = [numpy_helper.to_array(tensors[node.input[1]]) for node in model.graph.node if node.op_type == "PRelu"]
+    values = np.concatenate([slope.ravel() for slope in slopes]) if slopes else np.zeros(1)
+    return float(values.min()), float(values.max())
 
 
 def aligned_faces(engine) -> np.ndarray:
