@@ -1,6 +1,8 @@
 """The recogniser's PRelu as Mul and Max (faces/engines/graph.py): the real buffalo_s recogniser gives the same
 features bit for bit on real faces, a PRelu the identity does not hold for is left alone, and the engine runs the
-rewritten graph on a CPU only."""
+rewritten graph on a CPU only, a photo's faces a few at a time."""
+
+import dataclasses
 
 import numpy as np
 import onnx
@@ -106,3 +108,24 @@ def test_the_resident_engine_embeds_as_the_files_graph_does():
     seen = engine.embed_many(image, detections)
 
     assert np.allclose(seen.vectors[:, :512], [e / np.linalg.norm(e) for e in expected], atol=1e-6)
+
+
+def test_a_cpu_engine_embeds_a_photos_faces_a_few_at_a_time(monkeypatch):
+    """A larger run's activations leave the cache (Shapes.recogniser_faces_per_thread): t1's six guests and their
+    mirror images go in runs of at most four on one thread, with the features one run of twelve gives."""
+    engine = resident_engine()
+    image = samples.group_photo()
+    detections = engine.detect(image)
+    monkeypatch.setattr(engine, "_options", (1, engine._options[1]))
+    monkeypatch.setattr(engine, "shapes", dataclasses.replace(engine.shapes, recogniser_faces_per_thread=12))
+    at_once = engine.embed_many(image, detections)
+    monkeypatch.setattr(engine, "shapes", dataclasses.replace(engine.shapes, recogniser_faces_per_thread=4))
+    runs = []
+    get_feat = engine._recognizer.get_feat
+    monkeypatch.setattr(engine._recognizer, "get_feat", lambda faces: runs.append(len(faces)) or get_feat(faces))
+
+    seen = engine.embed_many(image, detections)
+
+    assert runs == [4, 4, 4]
+    assert np.allclose(seen.vectors, at_once.vectors, atol=1e-6)
+    assert np.allclose(seen.norms, at_once.norms, rtol=1e-6)

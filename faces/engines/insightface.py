@@ -55,11 +55,15 @@ class Shapes:
     detector_buckets: tuple[Shape, ...] = ()
     # Same-shape detector passes of one image (a level's tiles, the second looks) run this many at a time.
     detector_batch: int = 1
-    # Faces are embedded in batches of these sizes, the last filled with copies of a face; (): all at once.
+    # Faces are embedded in batches of these sizes, the last filled with copies of a face; (): in runs of at most
+    # recogniser_faces_per_thread per onnxruntime thread.
     recogniser_batches: tuple[int, ...] = ()
+    # A larger run's activations leave the cache: on one thread a face costs 5.4 ms in runs of 2 and 6.9 ms in runs of
+    # 24, on two threads 3.9-4.0 ms in runs of 8-24 (bench/recogniser_graph.py).
+    recogniser_faces_per_thread: int = 4
 
 
-# A CPU's: every pass at its own size, alone; every photo's faces in one batch.
+# A CPU's: every pass at its own size, alone; a photo's faces a few at a time.
 CPU_SHAPES = Shapes()
 # A GPU's. The buckets: a second look (a 64 px face in 1.75x its size, a video frame's in 2.5x), the overview
 # (long side 640), the edge pass (the overview mirrored 25 % past each edge) and a tile (a level larger than a tile
@@ -181,15 +185,15 @@ class InsightFaceEngine(FaceEngine):
         return mirrored_average(features[: len(aligned)], features[len(aligned) :])
 
     def _embed(self, aligned: list[np.ndarray]) -> np.ndarray:
-        """(N, dims) features. With recogniser batches (a GPU's) the faces go in batches of those sizes (the
-        last one filled with copies of a face, dropped after), so the session sees only those shapes."""
+        """(N, dims) features, in runs of at most recogniser_faces_per_thread per thread. With recogniser batches (a
+        GPU's) the faces go in batches of those sizes (the last one filled with copies of a face, dropped after), so
+        the session sees only those shapes."""
         batches = self.shapes.recogniser_batches
-        if not batches:
-            return self._recognizer.get_feat(aligned).reshape(len(aligned), -1)
+        run = batches[-1] if batches else self.shapes.recogniser_faces_per_thread * self._options[0]
         features = []
-        for start in range(0, len(aligned), batches[-1]):
-            chunk = aligned[start : start + batches[-1]]
-            filled = chunk + chunk[:1] * (_padded_count(len(chunk), batches) - len(chunk))
+        for start in range(0, len(aligned), run):
+            chunk = aligned[start : start + run]
+            filled = chunk + chunk[:1] * (_padded_count(len(chunk), batches) - len(chunk)) if batches else chunk
             features.append(self._recognizer.get_feat(filled).reshape(len(filled), -1)[: len(chunk)])
         return np.concatenate(features)
 
