@@ -86,8 +86,9 @@ def test_job_cost_of_a_clip_on_one_and_two_threads():
 
 
 def test_video_encoder():
-    out = bench("bench/video_encoder.py", "--seconds", "0.3", "--size", "720p")
+    out = bench("bench/video_encoder.py", "--seconds", "0.3", "--size", "720p", "--repeats", "1")
     assert "| walking | veryfast, subme=1, me=dia |" in out
+    assert "| walking | 3 | side by side |" in out
 
 
 def test_edge_cuts():

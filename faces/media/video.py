@@ -14,8 +14,10 @@ decoded frame.
 """
 
 import io
+import os
 import tempfile
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from fractions import Fraction
 from pathlib import Path
 
@@ -120,36 +122,59 @@ class Video(Clip):
             return [RenderedFile(path.read_bytes(), poster) for path, poster in zip(paths, posters, strict=True)]
 
     def _encode(self, painters: list[Painter], paths: list[Path], checkpoint: Checkpoint) -> list[bytes]:
+        """Every frame decoded once and written to each output, the outputs side by side: an encoder waits on its own
+        threads for most of a frame, so one thread feeding each encoder in turn left the cores idle (a 1080p clip's
+        three MP4s: docs/MEASUREMENTS.md, "Encoders side by side"). A frame's writes all end before the
+        next frame (and its sound) is read, so each output's container is only ever used by one thread at a time."""
         with self._open() as source:
             video_in = _decoding_ahead(source.streams.video[0])
             audio_in = source.streams.audio[0] if source.streams.audio else None
-            options = self.limits.x264_options
+            options = side_by_side(self.limits.x264_options, len(paths))
             outputs = [
                 _Output(path, self.width, self.height, video_in, audio_in, self._rate, options) for path in paths
             ]
             posters: list[bytes | None] = [None] * len(outputs)
             try:
-                frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
-                for frame, time in self._timed(frames):
-                    checkpoint()
-                    pixels, pts = None, self._pts(frame, time)
-                    for index, (output, painter) in enumerate(zip(outputs, painters, strict=True)):
-                        if self._as_it_is(frame) and posters[index] and not _paints_at(painter, time):
-                            # Nothing to blur here: the decoded frame goes to the encoder as it is,
-                            # without a copy or a conversion to BGR and back.
-                            output.decoded(frame, pts, self._time_base)
-                            continue
-                        pixels = self._upright(frame) if pixels is None else pixels
-                        painted = pixels.copy()
-                        painter(time, painted)
-                        posters[index] = posters[index] or poster(painted, self.limits)
-                        output.video(painted, pts, self._time_base)
+                with ThreadPoolExecutor(len(outputs), thread_name_prefix="encode") as encoders:
+                    frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
+                    for frame, time in self._timed(frames):
+                        checkpoint()
+                        writes = self._writes(encoders, outputs, painters, posters, frame, time)
+                        wait(writes)
+                        made = [write.result() for write in writes]  # an output's error is raised here
+                        posters = [before or now for before, now in zip(posters, made, strict=True)]
             finally:
                 for output in outputs:
                     output.close()
         if any(p is None for p in posters):
             raise UndecodableMedia("the video stream decoded to no frame")
         return posters
+
+    def _writes(self, encoders, outputs: list["_Output"], painters: list[Painter], posters: list, frame, time: float):
+        """Each output's write of one frame, started on `encoders`. A frame no output blurs at this time goes to the
+        encoders as decoded, without a copy or a conversion to BGR and back; every output of it carries the same
+        timestamp, set here before any of them reads it."""
+        as_is = [
+            self._as_it_is(frame) and made is not None and not _paints_at(painter, time)
+            for made, painter in zip(posters, painters, strict=True)
+        ]
+        frame.pts, frame.time_base = self._pts(frame, time), self._time_base
+        pixels = None if all(as_is) else self._upright(frame)
+        return [
+            encoders.submit(output.decoded, frame)
+            if whole
+            else encoders.submit(self._write, output, painter, frame, pixels, time, made is None)
+            for output, painter, made, whole in zip(outputs, painters, posters, as_is, strict=True)
+        ]
+
+    def _write(
+        self, output: "_Output", painter: Painter, frame: av.VideoFrame, pixels: np.ndarray, time: float, first: bool
+    ) -> bytes | None:
+        """One output's frame painted and encoded; its poster when it is the output's first painted frame."""
+        painted = pixels.copy()
+        painter(time, painted)
+        output.video(painted, frame.pts, self._time_base)
+        return poster(painted, self.limits) if first else None
 
     def _open(self):
         try:
@@ -167,6 +192,15 @@ class Video(Clip):
 
     def _seconds(self, pts: int) -> float:
         return float((pts - self._first_pts) * self._time_base)
+
+
+def side_by_side(x264_options: Mapping[str, str], outputs: int) -> Mapping[str, str]:
+    """The options of one of `outputs` encoders that run side by side: the cores split between them. Left to its own
+    count, each x264 starts threads for every core, and three of them on two cores took more CPU and as much time as
+    feeding them in turn (docs/MEASUREMENTS.md, "Encoders side by side"). One output keeps x264's own count."""
+    if outputs < 2 or "threads" in x264_options:
+        return x264_options
+    return {**x264_options, "threads": str(max(1, len(os.sched_getaffinity(0)) // outputs))}
 
 
 def _decoding_ahead(stream):
@@ -248,15 +282,11 @@ class _Output:
         frame.pts, frame.time_base = pts, time_base
         self.container.mux(self.stream.encode(frame))
 
-    def decoded(self, frame: av.VideoFrame, pts: int, time_base: Fraction) -> None:
-        """A decoded frame as it is (the encoder converts its pixel format if it must). Encoding may
-        rebase its timestamp in place, and the next output encodes the same frame: it is restored."""
-        saved = frame.pts, frame.time_base
-        frame.pts, frame.time_base = pts, time_base
-        try:
-            self.container.mux(self.stream.encode(frame))
-        finally:
-            frame.pts, frame.time_base = saved
+    def decoded(self, frame: av.VideoFrame) -> None:
+        """A decoded frame as it is, its timestamp already the output's (the encoder converts its pixel format if it
+        must). Other outputs encode the same frame at the same time: in the encoder's own time base (every output's
+        is the upload's) PyAV leaves the frame untouched."""
+        self.container.mux(self.stream.encode(frame))
 
     def encode_audio(self, frames: list) -> None:
         for frame in frames:

@@ -1,0 +1,71 @@
+"""A clip's outputs are encoded side by side (faces/media/video.py, `Video._encode`): each output is the file it would
+be if it were rendered alone, an output that fails stops the render with its own error, no encoder left running, and
+the encoders split the cores between them."""
+
+import dataclasses
+import os
+import threading
+from dataclasses import dataclass, field
+
+import pytest
+
+from faces.media.video import Video, side_by_side
+from tests.support import media_clips
+
+
+@dataclass(frozen=True)
+class BoxPainter:
+    """Blacks out the DNP guest's scripted box on every frame it is in (or nothing, with no spans)."""
+
+    clip: media_clips.Clip
+    spans: list = field(default_factory=lambda: [(0.0, 10.0)])
+    broken_after_s: float | None = None
+
+    def __call__(self, time: float, frame) -> None:
+        if self.broken_after_s is not None and time > self.broken_after_s:
+            raise RuntimeError("this output's painter broke")
+        index = min(round(time * self.clip.fps), len(self.clip.script) - 1)
+        box = self.clip.script[index].dnp
+        if box is not None:
+            x1, y1, x2, y2 = (int(v) for v in box)
+            frame[y1:y2, x1:x2] = 0
+
+
+@pytest.fixture(scope="module")
+def clip(group, group_faces):
+    return media_clips.mp4(group, group_faces)
+
+
+def test_outputs_side_by_side_are_the_files_each_would_be_alone(clip):
+    """On one x264 thread each (the count side_by_side gives three outputs on two cores, fixed here so that one output
+    alone gets it too: x264's files depend on its thread count)."""
+    video = Video(clip.data)
+    video.limits = dataclasses.replace(video.limits, x264_options={**video.limits.x264_options, "threads": "1"})
+    public, own = BoxPainter(clip), BoxPainter(clip, spans=[])
+
+    together = video.render([public, own, public])
+    alone = [video.render([painter])[0] for painter in (public, own)]
+
+    assert together[0].data == together[2].data == alone[0].data
+    assert together[1].data == alone[1].data
+    assert together[0].data != together[1].data  # the public file is painted, the own file is not
+    assert [file.poster for file in together] == [alone[0].poster, alone[1].poster, alone[0].poster]
+
+
+def test_an_output_that_fails_stops_the_render_with_its_error_and_no_encoder_left(clip):
+    video = Video(clip.data)
+
+    with pytest.raises(RuntimeError, match="this output's painter broke"):
+        video.render([BoxPainter(clip), BoxPainter(clip, broken_after_s=1.0)])
+
+    assert not [thread for thread in threading.enumerate() if thread.name.startswith("encode")]
+
+
+def test_encoders_side_by_side_split_the_cores_and_one_keeps_its_own_count(monkeypatch):
+    options = {"preset": "veryfast", "crf": "20"}
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+
+    assert side_by_side(options, 1) == options
+    assert side_by_side(options, 3)["threads"] == "2"
+    assert side_by_side(options, 12)["threads"] == "1"
+    assert side_by_side({**options, "threads": "4"}, 3)["threads"] == "4"  # an operator's own count stays
