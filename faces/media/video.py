@@ -200,7 +200,7 @@ def side_by_side(x264_options: Mapping[str, str], outputs: int) -> Mapping[str, 
     feeding them in turn (docs/MEASUREMENTS.md, "Encoders side by side"). One output keeps x264's own count."""
     if outputs < 2 or "threads" in x264_options:
         return x264_options
-    return {**x264_options, "threads": str(max(1, len(os.sched_getaffinity(0)) // outputs))}
+    return {**x264_options, "threads": str(max(1, (os.cpu_count() or 1) // outputs))}
 
 
 def _decoding_ahead(stream):
