@@ -39,7 +39,9 @@ the decoded picture, like any other file.
 import io
 import re
 import struct
+from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cached_property
 
 import cv2
@@ -145,19 +147,30 @@ class Still(Media):
         yield 0.0, self.image
 
     def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> Iterator[RenderedFile]:
-        """A JPEG and its thumbnail per painter, each rendered when the one before is taken: its upload
-        overlaps the next render (faces/rendering/files.py). One frame: its one checkpoint is when the files
-        are first asked for, before any upload (even when there is none, so that a try whose session is gone
-        writes no row either)."""
+        """A JPEG and its thumbnail per painter, in order, rendered side by side within the limits'
+        rendered_pixels_at_once, each yielded once done: its upload overlaps the next renders
+        (faces/rendering/files.py). One frame: its one checkpoint is when the files are first asked for, before
+        any upload (even when there is none, so that a try whose session is gone writes no row either)."""
         checkpoint()
-        for painter in painters:
-            out = self.image.copy()
-            painter(0.0, out)
-            yield RenderedFile(*jpeg_and_poster(out, self.limits))
+        image, at_once = self.image, max(1, self.limits.rendered_pixels_at_once // (self.width * self.height))
+        with ThreadPoolExecutor(at_once, thread_name_prefix="render") as renders:
+            pending: deque[Future] = deque()
+            for painter in painters:
+                pending.append(renders.submit(_rendered, image, painter, self.limits))
+                if len(pending) == at_once:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
 
     def _flattened(self, bgra: np.ndarray) -> np.ndarray:
         self._transparent = bool(bgra[..., 3].min() < 255)
         return over_white(bgra)
+
+
+def _rendered(image: np.ndarray, painter: Painter, limits: MediaLimits) -> RenderedFile:
+    out = image.copy()
+    painter(0.0, out)
+    return RenderedFile(*jpeg_and_poster(out, limits))
 
 
 def over_white(pixels: np.ndarray) -> np.ndarray:

@@ -127,6 +127,9 @@ class MediaLimits:
     # one). At most this many output pixels are encoded at once; more outputs (more DNP members in a 4K clip) take
     # another pass over the upload, so memory stays within the unit's.
     encoded_pixels_at_once: int = 2 * 3840 * 2160
+    # A still's files are rendered side by side, a copy of the picture each, at most this many pixels at once: two
+    # 12 MP files (the second core encodes the next file's JPEG), one 24 or 48 MP file (memory as before).
+    rendered_pixels_at_once: int = 2 * 4000 * 3000
 
     @classmethod
     def from_settings(cls) -> "MediaLimits":
