@@ -1,12 +1,11 @@
 """The recogniser's graph as onnxruntime's CPU provider runs it fastest, computing the same numbers.
 
 ArcFace recognisers put a PRelu after nearly every convolution (buffalo_s's MobileFaceNet has 34; buffalo_l's
-ResNet-50 its own). onnxruntime's CPU PRelu is a slow element-by-element broadcast: half of MobileFaceNet's time on
-one thread. Where every slope of a PRelu is at most 1, PRelu(x) = max(x, slope * x) exactly: for x >= 0 the larger
-is x, below 0 it is slope * x, and each is the very product PRelu takes. Mul and Max are fast there, so the
-rewritten graph gives the same features bit for bit in about 0.65x the time (`python bench/recogniser_graph.py`,
-docs/MEASUREMENTS.md "The recogniser's PRelu"). A PRelu with a slope above 1 (where the identity fails) or one
-not fixed in the file is left as it is.
+ResNet-50 its own), and onnxruntime's CPU PRelu is a slow element-by-element broadcast. Where every slope of a PRelu
+is at most 1, PRelu(x) = max(x, slope * x) exactly: for x >= 0 the larger is x, below 0 it is slope * x, and each is
+the very product PRelu takes. Mul and Max are fast there, so the rewritten graph gives the same features bit for bit
+in 0.63-0.71x the time on one thread (`python bench/recogniser_graph.py`, docs/MEASUREMENTS.md "The recogniser's
+PRelu"). A PRelu with a slope above 1 (where the identity fails) or one not fixed in the file is left as it is.
 """
 
 import onnx

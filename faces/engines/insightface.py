@@ -252,7 +252,7 @@ def _padded_count(count: int, sizes: tuple[int, ...]) -> int:
 
 def _recogniser_model(model_file: str, provider: str) -> str | bytes:
     """The recogniser as its session loads it: on a CPU its graph with each PRelu as Mul and Max, the same features
-    in about 0.65x the time (faces/engines/graph.py); on another provider the file as it is."""
+    in 0.63-0.71x the time (faces/engines/graph.py); on another provider the file as it is."""
     if provider != CPU:
         return model_file
     try:

@@ -195,9 +195,9 @@ class Video(Clip):
 
 
 def side_by_side(x264_options: Mapping[str, str], outputs: int) -> Mapping[str, str]:
-    """The options of one of `outputs` encoders that run side by side: the cores split between them. Left to its own
-    count, each x264 starts threads for every core, and three of them on two cores took more CPU and as much time as
-    feeding them in turn (docs/MEASUREMENTS.md, "Encoders side by side"). One output keeps x264's own count."""
+    """The options of one of `outputs` encoders that run side by side: the cores split between them, since left to its
+    own count each x264 starts threads for every core (docs/MEASUREMENTS.md, "Encoders side by side"). One output
+    keeps x264's own count."""
     if outputs < 2 or "threads" in x264_options:
         return x264_options
     return {**x264_options, "threads": str(max(1, (os.cpu_count() or 1) // outputs))}
