@@ -9,7 +9,8 @@ and 3, the two DNP members). Each worker drains its own copy, one job at a time 
 onnxruntime thread, in --rounds rounds taken in turn (baseline, this tree, baseline, ...) so that a slower
 minute of the machine falls on both. The job's floor (bench/floor.py) is measured once a round, in this
 process, between the two workers. The table gives the median `ms` of the workers' own `event=job_done
-job=face_process` log lines. --two-threads runs this tree's worker once more a round, on two onnxruntime threads.
+job=face_process` log lines. --two-threads runs each worker once more a round, on two onnxruntime threads, and
+gives a second table: each worker's two-thread median against the baseline's, and against its own one thread.
 
 Usage: python bench/job_cost.py [--photos 3] [--rounds 2] [--megapixels 12 | --clip 1080p] [--clip-seconds 6]
                                 [--scene group | walking] [--two-threads] [--baseline REV]
@@ -41,30 +42,27 @@ def main() -> None:
     parser.add_argument("--clip", choices=sorted(media.SIZES), help="a clip of this size instead of a photo")
     parser.add_argument("--clip-seconds", type=float, default=6.0)
     parser.add_argument("--scene", choices=media.SCENES, default=media.SCENES[0], help="the clip's scene")
-    parser.add_argument("--two-threads", action="store_true", help="also this tree on two onnxruntime threads")
+    parser.add_argument("--two-threads", action="store_true", help="also each worker on two onnxruntime threads")
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     args = parser.parse_args()
-    upload, floors, two_threads = {}, [], []
+    upload, floors = {}, []
     extension = "mp4" if args.clip else "jpg"
 
-    def measure(tree: Path, uri: str, folder: Path) -> list[int]:
+    def measure(tree: Path, uri: str, folder: Path) -> dict[int, list[int]]:
         if tree == ROOT:  # once a round, between the two workers
             floors.append(1000 * floor_of(upload["bytes"], args.clip))
-            if args.two_threads:
-                two_threads.extend(one_round(tree, uri, folder, upload["bytes"], args.photos, extension, threads=2))
-        return one_round(tree, uri, folder, upload["bytes"], args.photos, extension)
+        return {
+            threads: one_round(tree, uri, folder, upload["bytes"], args.photos, extension, threads=threads)
+            for threads in ((1, 2) if args.two_threads else (1,))
+        }
 
     runs = beside_baseline(
         args.baseline, measure, rounds=args.rounds, before=lambda: upload.setdefault("bytes", scene_upload(args))
     )
-    times = {name: [ms for jobs in rounds for ms in jobs] for name, rounds in runs.items()}
+    times = {name: [ms for jobs in rounds for ms in jobs[1]] for name, rounds in runs.items()}
     print_table(times, statistics.median(floors), args)
-    if two_threads:
-        one, two = statistics.median(times["this tree"]), statistics.median(two_threads)
-        print(
-            f"\nThis tree on two onnxruntime threads: {len(two_threads)} jobs, median {two:.0f} ms, "
-            f"{one / two:.2f}x one thread's speed."
-        )
+    if args.two_threads:
+        print_two_threads(times, {name: [ms for jobs in rounds for ms in jobs[2]] for name, rounds in runs.items()})
 
 
 def scene_upload(args) -> bytes:
@@ -128,6 +126,18 @@ def print_table(times: dict[str, list[int]], floor_ms: float, args) -> None:
         median = statistics.median(jobs)
         base = base or median
         print(f"| {name} | {len(jobs)} | {median:.0f} | {median / base:.2f} | {median / floor_ms:.2f} |")
+
+
+def print_two_threads(one_thread: dict[str, list[int]], two_threads: dict[str, list[int]]) -> None:
+    print("\nOn two onnxruntime threads:\n")
+    print("| worker | jobs | median ms | ratio vs baseline | speed vs its one thread |")
+    print("|---|---:|---:|---:|---:|")
+    base = None
+    for name, jobs in two_threads.items():
+        median = statistics.median(jobs)
+        base = base or median
+        speed = statistics.median(one_thread[name]) / median
+        print(f"| {name} | {len(jobs)} | {median:.0f} | {median / base:.2f} | {speed:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -111,15 +111,14 @@ def test_the_resident_engine_embeds_as_the_files_graph_does():
 
 
 def test_a_cpu_engine_embeds_a_photos_faces_a_few_at_a_time(monkeypatch):
-    """A larger run's activations leave the cache (Shapes.recogniser_faces_per_thread): t1's six guests and their
-    mirror images go in runs of at most four on one thread, with the features one run of twelve gives."""
+    """A larger run's activations leave the cache (Shapes.recogniser_faces_per_run): t1's six guests and their
+    mirror images go in runs of at most four, with the features one run of twelve gives."""
     engine = resident_engine()
     image = samples.group_photo()
     detections = engine.detect(image)
-    monkeypatch.setattr(engine, "_options", (1, engine._options[1]))
-    monkeypatch.setattr(engine, "shapes", dataclasses.replace(engine.shapes, recogniser_faces_per_thread=12))
+    monkeypatch.setattr(engine, "shapes", dataclasses.replace(engine.shapes, recogniser_faces_per_run=12))
     at_once = engine.embed_many(image, detections)
-    monkeypatch.setattr(engine, "shapes", dataclasses.replace(engine.shapes, recogniser_faces_per_thread=4))
+    monkeypatch.setattr(engine, "shapes", dataclasses.replace(engine.shapes, recogniser_faces_per_run=4))
     runs = []
     get_feat = engine._recognizer.get_feat
     monkeypatch.setattr(engine._recognizer, "get_feat", lambda faces: runs.append(len(faces)) or get_feat(faces))

@@ -33,6 +33,7 @@ from faces.engines.base import (
     ProviderUnavailable,
 )
 from faces.engines.graph import with_prelu_as_max
+from faces.engines.lanes import Lanes
 from faces.engines.packs import ModelFileRejected, ModelPack
 from faces.engines.pyramid import Passes, PyramidDetector, Shape
 
@@ -56,11 +57,11 @@ class Shapes:
     # Same-shape detector passes of one image (a level's tiles, the second looks) run this many at a time.
     detector_batch: int = 1
     # Faces are embedded in batches of these sizes, the last filled with copies of a face; (): in runs of at most
-    # recogniser_faces_per_thread per onnxruntime thread.
+    # recogniser_faces_per_run, side by side on several threads (faces/engines/lanes.py).
     recogniser_batches: tuple[int, ...] = ()
     # A larger run's activations leave the cache: on one thread a face costs 5.5 ms in runs of 2 and 7.5 ms in runs of
-    # 24, on two threads 3.6-4.0 ms in runs of 8-24 (bench/recogniser_graph.py --batches "2 8 24").
-    recogniser_faces_per_thread: int = 4
+    # 24 (bench/recogniser_graph.py --batches "2 8 24").
+    recogniser_faces_per_run: int = 4
 
 
 # A CPU's: every pass at its own size, alone; a photo's faces a few at a time.
@@ -107,14 +108,19 @@ class InsightFaceEngine(FaceEngine):
         self.provider = self._options[1][0]
         preload_cuda_libraries(self._options[1])
         self.shapes = (GPU_SHAPES if self.provider != CPU else CPU_SHAPES) if shapes is None else shapes
+        # On a CPU with several threads, a stage's runs go side by side, one thread each (faces/engines/lanes.py).
+        self.lanes = Lanes(intra_op_threads if self.provider == CPU else 1)
         self._overview = self._passes(detector_file, pack.name)
         self._fine = self._passes(small_detector_file, pack.small_faces_from.name) if small_detector_file else None
         # One pyramid on the engine's passes (its sessions); a clip's plans are its own, built there.
         self.pyramid = PyramidDetector(self._fine or self._overview, plan, overview_passes=self._overview)
         recogniser = _recogniser_model(recognizer_file, self.provider)
-        self._recognizer = ArcFaceONNX(
+        self._recognizer = self._lane_recognizer = ArcFaceONNX(
             model_file=recognizer_file, session=_session(recognizer_file, *self._options, model=recogniser)
         )
+        if self.lanes.threads > 1:
+            session = _session(recognizer_file, *self._lane_options, model=recogniser)
+            self._lane_recognizer = ArcFaceONNX(model_file=recognizer_file, session=session)
         if tuple(self._recognizer.input_size) != (ALIGNED_SIZE, ALIGNED_SIZE):
             raise ModelFileRejected(f"{recognizer_file} is not an ArcFace recogniser of 112 px faces")
         # Every shape a job's passes can take, run once now (nothing on a CPU): no job pays for one.
@@ -126,7 +132,20 @@ class InsightFaceEngine(FaceEngine):
         scrfd = self._scrfd(model_file, pack_name)
         buckets = self.shapes.detector_buckets
         new_session = (lambda: _session(model_file, *self._options)) if buckets else None
-        return Passes(scrfd, buckets=buckets, batch=self.shapes.detector_batch, new_session=new_session)
+        lane_session = _session(model_file, *self._lane_options) if self.lanes.threads > 1 else None
+        return Passes(
+            scrfd,
+            buckets=buckets,
+            batch=self.shapes.detector_batch,
+            new_session=new_session,
+            lanes=self.lanes,
+            lane_session=lane_session,
+        )
+
+    @property
+    def _lane_options(self) -> tuple[int, list[str]]:
+        """A lane's session: one onnxruntime thread, the engine's providers."""
+        return 1, self._options[1]
 
     def _scrfd(self, model_file: str, pack_name: str):
         from insightface.model_zoo.scrfd import SCRFD
@@ -185,17 +204,19 @@ class InsightFaceEngine(FaceEngine):
         return mirrored_average(features[: len(aligned)], features[len(aligned) :])
 
     def _embed(self, aligned: list[np.ndarray]) -> np.ndarray:
-        """(N, dims) features, in runs of at most recogniser_faces_per_thread per thread. With recogniser batches (a
-        GPU's) the faces go in batches of those sizes (the last one filled with copies of a face, dropped after), so
-        the session sees only those shapes."""
+        """(N, dims) features, in runs of at most recogniser_faces_per_run, side by side on several lanes. With
+        recogniser batches (a GPU's) the faces go in batches of those sizes (the last one filled with copies of a
+        face, dropped after), so the session sees only those shapes."""
         batches = self.shapes.recogniser_batches
-        run = batches[-1] if batches else self.shapes.recogniser_faces_per_thread * self._options[0]
-        features = []
-        for start in range(0, len(aligned), run):
-            chunk = aligned[start : start + run]
+        run = batches[-1] if batches else self.shapes.recogniser_faces_per_run
+        chunks = [aligned[start : start + run] for start in range(0, len(aligned), run)]
+
+        def features(chunk: list[np.ndarray], side_by_side: bool) -> np.ndarray:
             filled = chunk + chunk[:1] * (_padded_count(len(chunk), batches) - len(chunk)) if batches else chunk
-            features.append(self._recognizer.get_feat(filled).reshape(len(filled), -1)[: len(chunk)])
-        return np.concatenate(features)
+            recogniser = self._lane_recognizer if side_by_side else self._recognizer
+            return recogniser.get_feat(filled).reshape(len(filled), -1)[: len(chunk)]
+
+        return np.concatenate(self.lanes.map(features, chunks))
 
     def _warm_up_recogniser(self) -> list[tuple[int, int]]:
         for size in self.shapes.recogniser_batches:

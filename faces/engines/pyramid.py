@@ -92,6 +92,7 @@ import numpy as np
 
 from faces.checkpoint import Checkpoint, never_stop
 from faces.engines.base import PHOTO_PLAN, Plan, Watch
+from faces.engines.lanes import Lanes
 from faces.geometry import iou
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
@@ -100,6 +101,10 @@ Found = tuple[np.ndarray, np.ndarray, float]
 UprightAndTurned = tuple[Found, Found | None]
 # SCRFD's coarsest feature stride: its input's sides are multiples of it.
 STRIDE = 32
+# A pass of at most this many detector pixels runs side by side with the others of its stage (faces/engines/lanes.py);
+# a larger one (a tile, a whole video frame) alone on all the threads, whose own split of it pays and which would
+# hold each lane's activations at once (python bench/side_by_side_runs.py; the memory: bench/engine.py).
+LANE_PASS_PIXELS = 1_000_000
 Shape = tuple[int, int]  # (width, height) of a detector input
 Detections = tuple[np.ndarray, np.ndarray, np.ndarray]  # boxes (n, 4), keypoints (n, 5, 2), scores (n,)
 
@@ -382,7 +387,7 @@ class PyramidDetector:
         origins = [(x, y) for y in _starts(source_h, tile_h, overlap) for x in _starts(source_w, tile_w, overlap)]
         # detector px -> source px (/ f) -> photo px (* shrink) + the tile's origin
         mul = np.array([shrink_x * tile_w / out_w, shrink_y * tile_h / out_h], np.float32)
-        for group in itertools.batched(origins, passes.batch):
+        for group in itertools.batched(origins, passes.at_once(out_w, out_h)):
             checkpoint()
             crops = [(source[y : y + tile_h, x : x + tile_w], out_w, out_h) for x, y in group]
             for (x, y), found in zip(group, _run(passes, crops, threshold), strict=True):
@@ -453,10 +458,22 @@ class Passes:
     """SCRFD's passes: each input resized to its detector size, padded to the stride or to a shape bucket, and run
     alone or in batches (the module's docstring says why)."""
 
-    def __init__(self, scrfd, *, buckets: tuple[Shape, ...] = (), batch: int = 1, new_session=None):
+    def __init__(
+        self,
+        scrfd,
+        *,
+        buckets: tuple[Shape, ...] = (),
+        batch: int = 1,
+        new_session=None,
+        lanes: Lanes | None = None,
+        lane_session=None,
+    ):
         """`new_session()`: a session of the detector's model like scrfd.session, one per bucket (None: the
-        buckets share scrfd's)."""
+        buckets share scrfd's). `lanes` and `lane_session` (a one-thread session of the model): a pass's inputs run
+        side by side on it (faces/engines/lanes.py); None: one after another on scrfd's."""
         self.scrfd = scrfd
+        self.lanes = lanes if lanes is not None and lane_session is not None else Lanes(1)
+        self._lane_session = lane_session
         self.buckets = tuple(sorted(buckets, key=lambda shape: shape[0] * shape[1]))
         # An export without a batch dimension (insightface's `batched` is False) runs one input at a time.
         self.batch = batch if getattr(scrfd, "batched", False) else 1
@@ -484,17 +501,29 @@ class Passes:
         by_shape: dict[Shape, list[int]] = {}
         for index, (_, out_w, out_h) in enumerate(inputs):
             by_shape.setdefault(self.input_shape(out_w, out_h), []).append(index)
-        for (in_w, in_h), indices in by_shape.items():
-            for group in itertools.batched(indices, self.batch):
-                blobs = [self._blob(*inputs[i], in_w, in_h) for i in group]
-                if self.buckets and 1 < len(blobs) < self.batch:  # a batch size the warm-up ran: the full one
-                    blobs += [np.zeros_like(blobs[0])] * (self.batch - len(blobs))
-                blob = np.concatenate(blobs)
-                session = self._sessions.get((in_w, in_h), self.scrfd.session)
-                outputs = session.run(self.scrfd.output_names, {self.scrfd.input_name: blob})
-                for position, index in enumerate(group):
-                    results[index] = self._decode(_one_of(outputs, position), in_w, in_h, threshold)
+        groups = [
+            (shape, group) for shape, indices in by_shape.items() for group in itertools.batched(indices, self.batch)
+        ]
+
+        def run(shape_group: tuple[Shape, tuple[int, ...]], side_by_side: bool) -> None:
+            (in_w, in_h), group = shape_group
+            blobs = [self._blob(*inputs[i], in_w, in_h) for i in group]
+            if self.buckets and 1 < len(blobs) < self.batch:  # a batch size the warm-up ran: the full one
+                blobs += [np.zeros_like(blobs[0])] * (self.batch - len(blobs))
+            blob = np.concatenate(blobs)
+            session = self._lane_session if side_by_side else self._sessions.get((in_w, in_h), self.scrfd.session)
+            outputs = session.run(self.scrfd.output_names, {self.scrfd.input_name: blob})
+            for position, index in enumerate(group):
+                results[index] = self._decode(_one_of(outputs, position), in_w, in_h, threshold)
+
+        widest = max((in_w * in_h for in_w, in_h in by_shape), default=0)
+        self.lanes.map(run, groups, in_turn=widest > LANE_PASS_PIXELS)
         return results
+
+    def at_once(self, out_w: int, out_h: int) -> int:
+        """How many passes of out_w x out_h to hand run_many together: a batch, or one per lane when they are small
+        enough to run side by side."""
+        return self.batch * (self.lanes.threads if out_w * out_h <= LANE_PASS_PIXELS else 1)
 
     def warm_up(self) -> list[Shape]:
         """Every bucket, at batch 1 and at the full batch: the shapes (with their batch sizes) a job runs."""
