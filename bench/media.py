@@ -403,6 +403,7 @@ class Run:
     paint_s: float = 0.0
     output_mb: list[float] = field(default_factory=list)
     steps: dict = field(default_factory=dict)  # StepTimes' seconds
+    cpu_s: float = 0.0  # the process's CPU time over the path, every thread's (x264's and the decoder's included)
 
     @property
     def total_s(self) -> float:
@@ -453,7 +454,7 @@ def through_the_path(open_clip, data: bytes, engine, schedule) -> tuple[object, 
 
     analyze, paint = [0.0, 0], [0.0]
     steps = StepTimes()
-    began = time.perf_counter()
+    began, cpu_began = time.perf_counter(), time.process_time()
     clip = open_clip(data)
     opened = time.perf_counter()
     with timed_method(engine, "analyze", analyze), steps.timed():
@@ -468,6 +469,7 @@ def through_the_path(open_clip, data: bytes, engine, schedule) -> tuple[object, 
         "analyze_s": analyze[0],
         "render_s": rendered - detected,
         "paint_s": paint[0],
+        "cpu_s": time.process_time() - cpu_began,
     }
     return clip, found, tracks, files, {**stages, "analyze_calls": analyze[1], "steps": steps.seconds}
 
@@ -627,11 +629,12 @@ def print_breakdown(rows: list[Run], decode_s: dict, floors: dict) -> None:
         "between looks, detection and embedding. Motion maps: each frame compared with the one before. Encode: every "
         "output frame converted and encoded, both MP4s, and their sound. Rest: opening, frame copies, building the "
         "painters. The floor (bench/floor.py), in this run on the same clip: every frame decoded, one SCRFD-500M "
-        "pass at 1x in 640x640 tiles five times a second, every frame encoded once.\n"
+        "pass at 1x in 640x640 tiles five times a second, every frame encoded once. Cores busy: the process's CPU "
+        f"time over the path (every thread's) divided by its wall time, of the {os.cpu_count()} here.\n"
     )
     steps = ["decode x2", "looks: detect", "looks: embed", "searches", "motion maps", "linking", "paint", "encode"]
-    print(f"| clip | threads | {' | '.join(steps)} | rest | total s | floor s | total ÷ floor |")
-    print("|---|---:|" + "---:|" * (len(steps) + 4))
+    print(f"| clip | threads | {' | '.join(steps)} | rest | total s | floor s | total ÷ floor | cores busy |")
+    print("|---|---:|" + "---:|" * (len(steps) + 5))
     for run in rows:
         if run.today:
             continue
@@ -650,7 +653,10 @@ def print_breakdown(rows: list[Run], decode_s: dict, floors: dict) -> None:
         cells = " | ".join(f"{s:.1f} ({s / run.total_s:.0%})" for s in [*seconds.values(), rest])
         floor_s = floors[run.clip]
         ratio = run.total_s / floor_s
-        print(f"| {run.clip} | {run.threads} | {cells} | {run.total_s:.1f} | {floor_s:.1f} | {ratio:.2f} |")
+        busy = run.cpu_s / run.total_s
+        print(
+            f"| {run.clip} | {run.threads} | {cells} | {run.total_s:.1f} | {floor_s:.1f} | {ratio:.2f} | {busy:.2f} |"
+        )
 
 
 def print_anchor(anchors: list[dict], rows: list[Run], skipped: bool) -> None:
