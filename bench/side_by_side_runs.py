@@ -6,7 +6,7 @@ photo's tile, a whole 1080p frame) and the recogniser on a run of four aligned f
 (Shapes.recogniser_faces_per_run). Each is timed three ways on --runs runs of the same input (the median of
 --repeats): one run after another on one thread (the baseline); one after another on --threads intra-op threads; and
 --threads at a time on one thread each (faces/engines/lanes.py). The inputs are noise: a network's time does not
-depend on its pixels. The worker runs a pass side by side when it has at most pyramid.LANE_PASS_PIXELS pixels.
+depend on its pixels. The worker runs a pass side by side when it has at most Shapes.lane_pass_pixels pixels.
 
 Usage: python bench/side_by_side_runs.py [--threads 2] [--runs 8] [--repeats 5]
 """
@@ -40,9 +40,8 @@ def main() -> None:
     django.setup()
     from django.conf import settings
 
-    from faces.engines.insightface import CPU, _recogniser_model, _session
+    from faces.engines.insightface import CPU, CPU_SHAPES, _recogniser_model, _session
     from faces.engines.packs import pack_folder, pack_named
-    from faces.engines.pyramid import LANE_PASS_PIXELS
 
     pack = pack_named(settings.FACE_MODEL_PACK)
     detector_file, recogniser_file = (str(path) for path in pack.files(pack_folder(pack, settings.FACE_MODEL_ROOT)))
@@ -54,7 +53,7 @@ def main() -> None:
     inputs = [("detector", (1, 3, height, width), f"{width}x{height}") for width, height in DETECTOR_INPUTS]
     inputs.append(("recogniser", (4, 3, 112, 112), "4 faces of 112x112"))
     print(f"\n## One run on {args.threads} threads, or {args.threads} runs side by side: {pack.name}\n")
-    print(f"The worker runs a detector pass side by side up to {LANE_PASS_PIXELS:,} pixels.\n")
+    print(f"The worker runs a detector pass side by side up to {CPU_SHAPES.lane_pass_pixels:,} pixels.\n")
     print(
         f"| model | input | one thread ms per run (baseline) | {args.threads} threads, in turn | ratio | "
         f"{args.threads} side by side, one thread each | ratio |"

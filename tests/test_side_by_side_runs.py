@@ -9,10 +9,9 @@ import cv2
 import numpy as np
 import pytest
 
-from faces.engines.insightface import InsightFaceEngine
+from faces.engines.insightface import CPU_SHAPES, InsightFaceEngine
 from faces.engines.lanes import Lanes
 from faces.engines.packs import BUFFALO_S, pack_folder
-from faces.engines.pyramid import LANE_PASS_PIXELS
 from momentlens.devservices import samples
 
 
@@ -90,4 +89,4 @@ def test_a_large_pass_never_runs_side_by_side(engines, monkeypatch):
 
     assert detector, "the small passes went side by side"
     # Its tiles are 2080x1568 and its turned levels 1504x2016: none of them, nor a coarse level, beside another.
-    assert max(shape[2] * shape[3] for shape, _ in detector) <= LANE_PASS_PIXELS <= 1_000_000
+    assert max(shape[2] * shape[3] for shape, _ in detector) <= CPU_SHAPES.lane_pass_pixels <= 1_000_000

@@ -62,6 +62,10 @@ class Shapes:
     # A larger run's activations leave the cache: on one thread a face costs 5.5 ms in runs of 2 and 7.5 ms in runs of
     # 24 (bench/recogniser_graph.py --batches "2 8 24").
     recogniser_faces_per_run: int = 4
+    # On several CPU threads, a detector pass of at most this many pixels runs side by side with the others of its
+    # stage (faces/engines/lanes.py); a larger one (a tile, a whole video frame) alone on all the threads, whose own
+    # split of it pays and which would hold each lane's activations at once (bench/side_by_side_runs.py).
+    lane_pass_pixels: int = 1_000_000
 
 
 # A CPU's: every pass at its own size, alone; a photo's faces a few at a time.
@@ -140,6 +144,7 @@ class InsightFaceEngine(FaceEngine):
             new_session=new_session,
             lanes=self.lanes,
             lane_session=lane_session,
+            lane_pass_pixels=self.shapes.lane_pass_pixels,
         )
 
     @property

@@ -101,10 +101,6 @@ Found = tuple[np.ndarray, np.ndarray, float]
 UprightAndTurned = tuple[Found, Found | None]
 # SCRFD's coarsest feature stride: its input's sides are multiples of it.
 STRIDE = 32
-# A pass of at most this many detector pixels runs side by side with the others of its stage (faces/engines/lanes.py);
-# a larger one (a tile, a whole video frame) alone on all the threads, whose own split of it pays and which would
-# hold each lane's activations at once (python bench/side_by_side_runs.py; the memory: bench/engine.py).
-LANE_PASS_PIXELS = 1_000_000
 Shape = tuple[int, int]  # (width, height) of a detector input
 Detections = tuple[np.ndarray, np.ndarray, np.ndarray]  # boxes (n, 4), keypoints (n, 5, 2), scores (n,)
 
@@ -467,13 +463,16 @@ class Passes:
         new_session=None,
         lanes: Lanes | None = None,
         lane_session=None,
+        lane_pass_pixels: int = 0,
     ):
         """`new_session()`: a session of the detector's model like scrfd.session, one per bucket (None: the
-        buckets share scrfd's). `lanes` and `lane_session` (a one-thread session of the model): a pass's inputs run
-        side by side on it (faces/engines/lanes.py); None: one after another on scrfd's."""
+        buckets share scrfd's). `lanes` and `lane_session` (a one-thread session of the model): a stage's passes of
+        at most `lane_pass_pixels` run side by side on it (faces/engines/lanes.py); None: one after another on
+        scrfd's."""
         self.scrfd = scrfd
         self.lanes = lanes if lanes is not None and lane_session is not None else Lanes(1)
         self._lane_session = lane_session
+        self.lane_pass_pixels = lane_pass_pixels
         self.buckets = tuple(sorted(buckets, key=lambda shape: shape[0] * shape[1]))
         # An export without a batch dimension (insightface's `batched` is False) runs one input at a time.
         self.batch = batch if getattr(scrfd, "batched", False) else 1
@@ -517,13 +516,13 @@ class Passes:
                 results[index] = self._decode(_one_of(outputs, position), in_w, in_h, threshold)
 
         widest = max((in_w * in_h for in_w, in_h in by_shape), default=0)
-        self.lanes.map(run, groups, in_turn=widest > LANE_PASS_PIXELS)
+        self.lanes.map(run, groups, in_turn=widest > self.lane_pass_pixels)
         return results
 
     def at_once(self, out_w: int, out_h: int) -> int:
         """How many passes of out_w x out_h to hand run_many together: a batch, or one per lane when they are small
         enough to run side by side."""
-        return self.batch * (self.lanes.threads if out_w * out_h <= LANE_PASS_PIXELS else 1)
+        return self.batch * (self.lanes.threads if out_w * out_h <= self.lane_pass_pixels else 1)
 
     def warm_up(self) -> list[Shape]:
         """Every bucket, at batch 1 and at the full batch: the shapes (with their batch sizes) a job runs."""
