@@ -133,9 +133,10 @@ def _recognizer_graph() -> onnx.GraphProto:
     )
 
 
-def buffalo_l_engine(folder):
+def buffalo_l_engine(folder, **options):
     """buffalo_l from `folder`, its small-face levels on the installed buffalo_s detector."""
-    return InsightFaceEngine(BUFFALO_L, folder, small_face_folder=pack_folder(BUFFALO_S, folder / "elsewhere"))
+    small_faces = pack_folder(BUFFALO_S, folder / "elsewhere")
+    return InsightFaceEngine(BUFFALO_L, folder, small_face_folder=small_faces, **options)
 
 
 @pytest.fixture
@@ -342,3 +343,12 @@ def test_buffalo_l_merges_its_own_large_faces_with_buffalo_s_small_faces(model_f
     assert len(group_faces) == 6
     for face in group_faces:  # buffalo_s's reading of t1 at its own size, boxes doubled
         assert any(iou(face.box * 2, other.box) > 0.6 for other in from_fine_levels), "buffalo_s's faces are kept"
+
+
+def test_on_two_threads_buffalo_l_runs_only_its_fine_detector_side_by_side(model_folder):
+    """Its SCRFD-10G runs one pass at a time (the overview, the edge pass): no second session of it is held."""
+    engine = buffalo_l_engine(model_folder, intra_op_threads=2)
+
+    assert engine.lanes.threads == 2
+    assert engine._overview._lane_session is None
+    assert engine._fine._lane_session is not None

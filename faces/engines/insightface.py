@@ -114,7 +114,8 @@ class InsightFaceEngine(FaceEngine):
         self.shapes = (GPU_SHAPES if self.provider != CPU else CPU_SHAPES) if shapes is None else shapes
         # On a CPU with several threads, a stage's runs go side by side, one thread each (faces/engines/lanes.py).
         self.lanes = Lanes(intra_op_threads if self.provider == CPU else 1)
-        self._overview = self._passes(detector_file, pack.name)
+        # The overview's own detector (buffalo_l's SCRFD-10G) runs one pass at a time: no lanes, no second session.
+        self._overview = self._passes(detector_file, pack.name, lanes=not small_detector_file)
         self._fine = self._passes(small_detector_file, pack.small_faces_from.name) if small_detector_file else None
         # One pyramid on the engine's passes (its sessions); a clip's plans are its own, built there.
         self.pyramid = PyramidDetector(self._fine or self._overview, plan, overview_passes=self._overview)
@@ -131,12 +132,13 @@ class InsightFaceEngine(FaceEngine):
         passes = [self._overview] + ([self._fine] if self._fine else [])
         self.warmed_up = [shape for one in passes for shape in one.warm_up()] + self._warm_up_recogniser()
 
-    def _passes(self, model_file: str, pack_name: str) -> Passes:
-        """The detector's passes, with the engine's shapes: on a GPU a session per shape bucket."""
+    def _passes(self, model_file: str, pack_name: str, *, lanes: bool = True) -> Passes:
+        """The detector's passes, with the engine's shapes: on a GPU a session per shape bucket; with `lanes`, a
+        one-thread session for passes side by side."""
         scrfd = self._scrfd(model_file, pack_name)
         buckets = self.shapes.detector_buckets
         new_session = (lambda: _session(model_file, *self._options)) if buckets else None
-        lane_session = _session(model_file, *self._lane_options) if self.lanes.threads > 1 else None
+        lane_session = _session(model_file, *self._lane_options) if lanes and self.lanes.threads > 1 else None
         return Passes(
             scrfd,
             buckets=buckets,
