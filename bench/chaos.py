@@ -43,10 +43,11 @@ preferably while its heartbeat names a job in flight, then starts a new one: the
 measures how long that message waited before another reader read it. With any N, no
 photo may be written by two readers at once (invariant 6: a try cut off from its session
 may still run beside another reader's, but no row names what it uploaded, and the sweeps
-delete it).
+delete it). With `--threads N` each worker runs onnxruntime on N threads (its runs side by
+side, faces/engines/lanes.py) under the same faults.
 
 Usage: python bench/chaos.py --seed N [--photos-per-event 20] [--events 4] [--faults 14]
-           [--sweep-retry-s 5] [--full-sweep-s 30] [--readers 1] [--visibility-s 6]
+           [--sweep-retry-s 5] [--full-sweep-s 30] [--readers 1] [--visibility-s 6] [--threads 1]
            [--report PATH] [--keep DIR]
 --report writes the findings as JSON (invariants by name, faults, archived reasons, figures); with --keep, the
 same goes to DIR/report.json. Without --keep, a run that finds a violation keeps its logs in a new folder under
@@ -84,11 +85,12 @@ def arguments() -> argparse.Namespace:
         default=6,
         help="with --readers > 1, the workers' WORKER_VISIBILITY_TIMEOUT_S (a killed reader's message comes back)",
     )
+    parser.add_argument("--threads", type=int, default=1, help="each worker's ORT_INTRA_OP_THREADS")
     parser.add_argument("--keep", type=Path, help="keep the run's folder (logs, data, report.json) here")
     parser.add_argument("--report", type=Path, help="write the JSON report here")
     args = parser.parse_args()
-    if args.readers < 1 or args.visibility_s < 1:
-        parser.error("--readers and --visibility-s must be at least 1")
+    if min(args.readers, args.visibility_s, args.threads) < 1:
+        parser.error("--readers, --visibility-s and --threads must be at least 1")
     return args
 
 
@@ -104,6 +106,7 @@ def main() -> int:
         full_sweep_s=args.full_sweep_s,
         readers=args.readers,
         visibility_s=args.visibility_s,
+        threads=args.threads,
     )
     started = time.monotonic()
     if args.keep:

@@ -22,3 +22,5 @@ class ChaosConfig:
     readers: int = 1
     # With more than one reader, their WORKER_VISIBILITY_TIMEOUT_S: how soon a killed reader's message comes back.
     visibility_s: int = 6
+    # Each worker's ORT_INTRA_OP_THREADS: more than one runs a job's small passes and faces side by side.
+    threads: int = 1

@@ -62,7 +62,7 @@ class Services:
                 "WORKER_SWEEP_RETRY_S": str(self.config.sweep_retry_s),
                 "WORKER_FULL_SWEEP_S": str(self.config.full_sweep_s),
                 "WORKER_HEALTH_PORT": "0",
-                "ORT_INTRA_OP_THREADS": "1",
+                "ORT_INTRA_OP_THREADS": str(self.config.threads),
                 "PYTHONUNBUFFERED": "1",
             }
         )
