@@ -1,6 +1,7 @@
 """Faces cut by the image edge: how many the detector finds, and how many false faces its edge pass keeps,
 with and without a second look at the edge pass's unsure candidates (faces/engines/pyramid.py,
-`edge_second_look`; off by default, because it loses cut faces: docs/ARCHITECTURE.md §6).
+`edge_second_look`; off by default, because it loses cut faces: docs/ARCHITECTURE.md §6), and with a level's
+unsure candidate that the edge cuts looked at again at 64 px as any other (before `Plan.edge_verify_width`).
 
 Cuts: each of t1's six faces, cut by each edge and each corner, with 25 %, 35 %, 45 % and 55 % of its box
 (per side) past the edge, in t1 as it is (1280x886) and enlarged 4.5x (about 23 MP, where faces are 400 px
@@ -83,6 +84,7 @@ def main() -> None:
     plans = {
         "no second look (the default)": PHOTO_PLAN,
         "second look": dataclasses.replace(PHOTO_PLAN, edge_second_look=True),
+        "a level's cut candidate looked at 64 px (before)": dataclasses.replace(PHOTO_PLAN, edge_verify_width=None),
     }
     group = samples.group_photo()
     faces = sorted((f.box for f in engine.detect(group) if f.score >= 0.6), key=lambda box: box[0])[: args.faces]

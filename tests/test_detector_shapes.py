@@ -202,9 +202,9 @@ def test_a_cascade_looks_again_only_at_its_small_faint_candidates(cpu_engine, mo
         widths = looked_at[cap] = []
         real = pyramid._second_looks
 
-        def spy(image, boxes, *, mirrored=False, real=real, widths=widths):
+        def spy(image, boxes, *, mirrored=False, width=None, real=real, widths=widths):
             widths.extend(float(box[2] - box[0]) for box in boxes)
-            return real(image, boxes, mirrored=mirrored)
+            return real(image, boxes, mirrored=mirrored, width=width)
 
         monkeypatch.setattr(pyramid, "_second_looks", spy)
         found[cap] = cpu_engine.detect(image, plan=plan)

@@ -144,3 +144,28 @@ def test_how_much_of_a_face_the_edge_hides(box, hidden):
     from faces.geometry import hidden_share
 
     assert hidden_share(box, WIDTH, HEIGHT) == pytest.approx(hidden, abs=0.2)
+
+
+def test_a_face_cut_at_a_corner_is_looked_at_again_large_enough_to_be_found(group, group_faces):
+    """Plan.edge_verify_width: t1's face 1 cut at the top right corner (32 % of its box cut away per side, 46 % of it
+    left, as a JPEG) scores 0.51 at 1x; its second look at 64 px, as any candidate's, finds nothing, and at 128 px
+    finds it (the chaos run's seed 5, two readers, published it unblurred)."""
+    import dataclasses
+
+    from faces.engines import resident_engine
+    from faces.engines.base import PHOTO_PLAN
+    from faces.geometry import iou
+    from tests.chaos.edge_cuts import crop_bounds
+
+    height, width = group.shape[:2]
+    left, top, right, bottom = crop_bounds(group_faces[1].box, "top_right", 0.32, width, height)
+    crop = cv2.imdecode(np.frombuffer(samples.encode_jpeg(group[top:bottom, left:right]), np.uint8), cv2.IMREAD_COLOR)
+    x1, y1, x2, y2 = np.asarray(group_faces[1].box) - [left, top, left, top]
+    visible = np.array([[max(0.0, x1), max(0.0, y1), min(right - left, x2), min(bottom - top, y2)]], np.float32)
+
+    def found(plan) -> bool:
+        boxes = np.array([face.box for face in resident_engine().detect(crop, plan=plan)], np.float32).reshape(-1, 4)
+        return bool(len(boxes)) and iou(visible, boxes)[0].max() >= 0.3
+
+    assert found(PHOTO_PLAN)
+    assert not found(dataclasses.replace(PHOTO_PLAN, edge_verify_width=None))

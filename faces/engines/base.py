@@ -58,6 +58,10 @@ class Plan:
     verify_width: int = 64
     # The second look's crop, in face-box sizes (2.5 before the cascade: "A cheaper first look: a cascade").
     verify_context: float = 1.75
+    # A level's unsure candidate whose box reaches past the image's edge (a face the edge cuts) gets its second look
+    # at this width (None: verify_width): at 64 px too little of a face cut at a corner is left for SCRFD (t1's
+    # face 1 cut at the top right, 46 % of it visible, scored 0.51 at 1x and failed its look; bench/edge_faces.py).
+    edge_verify_width: int | None = 128
     # A second look keeps its candidate when it scores this much there.
     verify_score: float = 0.5
     # And when its detection overlaps the candidate this much (IoU): the same face, its box redrawn at 64 px.

@@ -255,7 +255,16 @@ class PyramidDetector:
         kept = suppress(boxes, scores, self.plan.nms_iou, containment=None)
         sure = [(boxes[i], points[i], float(scores[i])) for i in kept if scores[i] >= self.plan.sure_score]
         unsure = [boxes[i] for i in kept if scores[i] < self.plan.sure_score]
-        return sure + [face for face in self._second_looks(shrinks.image, unsure) if face is not None]
+        height, width = shrinks.image.shape[:2]
+        # Only a picture's own edges cut faces: a search's part of a video frame (no edge pass) has none.
+        cut = [self.plan.edge_pass and _past_the_edge(box, width, height) for box in unsure]
+        looked = self._second_looks(shrinks.image, [box for box, past in zip(unsure, cut, strict=True) if not past])
+        looked += self._second_looks(
+            shrinks.image,
+            [box for box, past in zip(unsure, cut, strict=True) if past],
+            width=self.plan.edge_verify_width or self.plan.verify_width,
+        )
+        return sure + [face for face in looked if face is not None]
 
     def _turned_faces(self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint) -> list[Found]:
         """Faces turned in the picture itself (a guest lying down, a child upside down), which SCRFD misses
@@ -314,18 +323,22 @@ class PyramidDetector:
         looked = self._second_looks(image, [b[i] for i in unsure], mirrored=True)
         return faces + [face for face in looked if face is not None]
 
-    def _second_looks(self, image: np.ndarray, boxes: list[np.ndarray], *, mirrored: bool = False) -> list:
-        """Each candidate's surroundings, scaled so that the candidate is verify_width px wide: the best
-        detection there that overlaps it (IoU >= verify_iou), if it scores verify_score; else None. The looks run
-        together (one batch per shape). `mirrored`: surroundings past the image's edge are the image
+    def _second_looks(
+        self, image: np.ndarray, boxes: list[np.ndarray], *, mirrored: bool = False, width: int | None = None
+    ) -> list:
+        """Each candidate's surroundings, scaled so that the candidate is `width` px wide (None: verify_width): the
+        best detection there that overlaps it (IoU >= verify_iou), if it scores verify_score; else None. The looks
+        run together (one batch per shape). `mirrored`: surroundings past the image's edge are the image
         mirrored there (a face the edge cuts)."""
+        if not boxes:
+            return []
         with self.watch(f"second looks ({'edge' if mirrored else 'levels'})"):
-            looks = [self._surroundings(image, box, mirrored) for box in boxes]
+            looks = [self._surroundings(image, box, mirrored, width or self.plan.verify_width) for box in boxes]
             found = _run(self.passes, [(look.crop, look.out_w, look.out_h) for look in looks], self.plan.verify_score)
             verdicts = zip(boxes, looks, found, strict=True)
             return [look.verdict(box, *result, least_iou=self.plan.verify_iou) for box, look, result in verdicts]
 
-    def _surroundings(self, image: np.ndarray, box: np.ndarray, mirrored: bool) -> "SecondLook":
+    def _surroundings(self, image: np.ndarray, box: np.ndarray, mirrored: bool, look_width: int) -> "SecondLook":
         plan = self.plan
         height, width = image.shape[:2]
         x1, y1, x2, y2 = (float(v) for v in box)
@@ -339,7 +352,7 @@ class PyramidDetector:
         else:
             left, top, right, bottom = max(0, left), max(0, top), min(width, right), min(height, bottom)
             crop = image[top:bottom, left:right]
-        factor = plan.verify_width / box_w
+        factor = look_width / box_w
         out_w, out_h = max(1, round((right - left) * factor)), max(1, round((bottom - top) * factor))
         if factor < 1.0:  # shrinking: average, as the levels do
             crop = cv2.resize(crop, (out_w, out_h), interpolation=cv2.INTER_AREA)
@@ -590,6 +603,11 @@ def _run(passes: "Passes", inputs: list[tuple[np.ndarray, int, int]], threshold:
         keep = suppress(boxes, scores, passes.scrfd.nms_thresh, containment=None)
         results.append((boxes[keep], points[keep], scores[keep]))
     return results
+
+
+def _past_the_edge(box: np.ndarray, width: int, height: int) -> bool:
+    """Whether a detection's box reaches past the image's edge: the detector saw a face the edge cuts."""
+    return bool(box[0] < 0 or box[1] < 0 or box[2] > width or box[3] > height)
 
 
 def _mirrored(image: np.ndarray, left: int, top: int, right: int, bottom: int) -> np.ndarray:
