@@ -70,9 +70,10 @@ class Shapes:
 
 # A CPU's: every pass at its own size, alone; a photo's faces a few at a time.
 CPU_SHAPES = Shapes()
-# A GPU's. The buckets: a second look (a 64 px face in 1.75x its size, a video frame's in 2.5x), the overview
-# (long side 640), the edge pass (the overview mirrored 25 % past each edge) and a tile (a level larger than a tile
-# is tiled); passes go 4 at a time; a photo's faces in batches of 1, 4, 16 or 64.
+# A GPU's. The buckets: a second look (a 64 px face in 1.75x its size, a video frame's in 2.5x; a photo's face the
+# edge cuts at 128 px fills it), the overview (long side 640; a video frame's cut face's look), the edge pass (the
+# overview mirrored 25 % past each edge) and a tile (a level larger than a tile is tiled); passes go 4 at a time; a
+# photo's faces in batches of 1, 4, 16 or 64.
 GPU_SHAPES = Shapes(
     detector_buckets=((224, 224), (640, 640), (960, 960), (PHOTO_PLAN.tile_width, PHOTO_PLAN.tile_height)),
     detector_batch=4,
