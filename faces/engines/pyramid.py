@@ -257,13 +257,11 @@ class PyramidDetector:
         unsure = [boxes[i] for i in kept if scores[i] < self.plan.sure_score]
         height, width = shrinks.image.shape[:2]
         # Only a picture's own edges cut faces: a search's part of a video frame (no edge pass) has none.
-        cut = [self.plan.edge_pass and _past_the_edge(box, width, height) for box in unsure]
-        looked = self._second_looks(shrinks.image, [box for box, past in zip(unsure, cut, strict=True) if not past])
-        looked += self._second_looks(
-            shrinks.image,
-            [box for box, past in zip(unsure, cut, strict=True) if past],
-            width=self.plan.edge_verify_width or self.plan.verify_width,
-        )
+        cut, whole = [], []
+        for box in unsure:
+            (cut if self.plan.edge_pass and _past_the_edge(box, width, height) else whole).append(box)
+        looked = self._second_looks(shrinks.image, whole)
+        looked += self._second_looks(shrinks.image, cut, width=self.plan.edge_verify_width)
         return sure + [face for face in looked if face is not None]
 
     def _turned_faces(self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint) -> list[Found]:
