@@ -5,8 +5,10 @@ The people of a labelled set (`scripts/make_real_faces_set.py`) in events of --d
 order), every one of them an active DNP member whose reference is their most frontal large photo
 (faces.measurement.probes.references: chosen once, the same for both workers); up to --photos-per-person of
 each one's other photos are uploaded to their event, and --strangers-per-event photos of people outside it
-(guests who are nobody's DNP there). Each worker runs `run_worker --drain` on its own copy of it all: the
-reference_process jobs, then one face_process per photo, through the real queue, database and storage.
+(guests who are nobody's DNP there); with --strangers-are-members each of those is a member of that event too
+(not DNP), with their own most frontal large photo as their reference. Each worker runs `run_worker --drain` on
+its own copy of it all: the reference_process jobs, then one face_process per photo, through the real queue,
+database and storage.
 
 Then a viewer's look at each photo: a photo not published shows nothing; a published one shows the
 person when the middle of their face (the largest face of the upload, as the set labels it) in the public
@@ -16,7 +18,7 @@ strangers' faces blurred; a second table splits the strangers by what their even
 (ready references, an ambiguous selfie only, or no usable reference: every face blurred).
 
 Usage: python bench/dnp_visibility.py [SET_DIR] [--people N] [--photos-per-person M] [--dnp-per-event K]
-    [--strangers-per-event S] [--baseline REV]
+    [--strangers-per-event S] [--strangers-are-members] [--baseline REV]
 """
 
 import argparse
@@ -38,6 +40,13 @@ VISIBLE_DIFFERENCE = 6.0
 
 
 @dataclass(frozen=True)
+class Member:
+    reference: Path  # the photo sent as their reference
+    event: int  # the index of their event
+    dnp: bool = True
+
+
+@dataclass(frozen=True)
 class Upload:
     person: str
     path: Path
@@ -54,13 +63,16 @@ def main() -> None:
     parser.add_argument("--photos-per-person", type=int, default=12)
     parser.add_argument("--dnp-per-event", type=int, default=1, help="DNP members in each event")
     parser.add_argument("--strangers-per-event", type=int, default=0, help="photos of people outside each event")
+    parser.add_argument(
+        "--strangers-are-members", action="store_true", help="each stranger a member of the event, with a reference"
+    )
     parser.add_argument("--baseline", default=BASELINE, help="the git revision to compare with")
     on_labelled_set(parser.parse_args(), choose, measure, print_table)
 
 
-def choose(args) -> tuple[dict[str, tuple[Path, int]], list[Upload]]:
-    """Each DNP member's reference photo and event, and the uploads of every event, read once with this tree's
-    engine."""
+def choose(args) -> tuple[dict[str, Member], list[Upload]]:
+    """Each member's reference photo, event and choice (DNP members by their name; with --strangers-are-members
+    the strangers of each event too), and the uploads of every event, read once with this tree's engine."""
     from faces.engines import resident_engine
     from faces.measurement.probes import read_set, references, spread
 
@@ -83,7 +95,10 @@ def choose(args) -> tuple[dict[str, tuple[Path, int]], list[Upload]]:
             _upload(one, event, stranger=True)
             for one in spread(others[start:] + others[:start], args.strangers_per_event)
         ]
-    members = {person: (chosen[person].image, event) for event, group in enumerate(groups) for person in group}
+    members = {person: Member(chosen[person].image, event) for event, group in enumerate(groups) for person in group}
+    if args.strangers_are_members:
+        guests = {(upload.person, upload.event) for upload in uploads if upload.stranger}
+        members |= {f"{who} in event {event}": Member(chosen[who].image, event, dnp=False) for who, event in guests}
     return members, uploads
 
 
@@ -92,7 +107,7 @@ def _upload(one, event: int, *, stranger: bool = False) -> Upload:
     return Upload(one.person, one.image, box, one.quality.head_turn or 0.0, event, stranger)
 
 
-def measure(tree: Path, uri: str, folder: Path, references: dict[str, tuple], uploads: list[Upload]) -> dict:
+def measure(tree: Path, uri: str, folder: Path, references: dict[str, Member], uploads: list[Upload]) -> dict:
     empty_database()
     photos = seed(references, uploads)
     started = time.monotonic()
@@ -126,17 +141,16 @@ def reference_kinds(photos: dict) -> dict:
     return {upload: worst.get(events[photo_id], READY) for photo_id, upload in photos.items()}
 
 
-def seed(references: dict[str, tuple[Path, int]], uploads: list[Upload]) -> dict:
-    """Events, DNP members (person -> their reference photo and event), references and photos as the API makes
-    them; every job sent. Photo id -> Upload."""
+def seed(references: dict[str, Member], uploads: list[Upload]) -> dict:
+    """Events, members, references and photos as the API makes them; every job sent. Photo id -> Upload."""
     from faces.models import Event, EventMember
 
-    indexes = sorted({index for _, index in references.values()} | {upload.event for upload in uploads})
+    indexes = sorted({member.event for member in references.values()} | {upload.event for upload in uploads})
     events = {index: Event.objects.create(name=f"event {index}") for index in indexes}
-    for image, index in references.values():
+    for member in references.values():
         user_id = uuid.uuid4()
-        EventMember.objects.create(event=events[index], user_id=user_id, do_not_publish=True)
-        send_reference(user_id, image)
+        EventMember.objects.create(event=events[member.event], user_id=user_id, do_not_publish=member.dnp)
+        send_reference(user_id, member.reference)
     return {upload_photo(events[upload.event], upload.path): upload for upload in uploads}
 
 
@@ -171,12 +185,14 @@ def print_table(results: dict, references: dict, uploads: list[Upload]) -> None:
     strangers = len(uploads) - len(members)
     turned = sum(1 for upload in members if upload.head_turn >= strong_turn)
     events = len({upload.event for upload in uploads})
-    print(f"\n## End to end: {events} events of {len(references) // max(events, 1)} DNP members (each one's most ")
+    dnp = sum(1 for member in references.values() if member.dnp)
+    print(f"\n## End to end: {events} events of {dnp // max(events, 1)} DNP members (each one's most ")
     print(
         f"frontal large photo the reference), {len(members)} photos of them ({turned} at a head turn >= "
         f"{strong_turn:g}), "
     )
-    print(f"{strangers} photos of strangers\n")
+    guests = len(references) - dnp
+    print(f"{strangers} photos of strangers" + (f", {guests} of them members with a reference\n" if guests else "\n"))
     print(
         "| worker | published | member's face visible | at a strong turn | ratio vs baseline "
         "| strangers' faces blurred | worker s |"

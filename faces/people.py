@@ -190,12 +190,28 @@ class PhotoMatch:
         dnp = {u for u, is_dnp in zip(self.candidates.user_ids, self.candidates.dnp, strict=True) if is_dnp}
         return sorted({user for user, _ in self.best() if user in dnp})
 
+    @cached_property
+    def explained(self) -> np.ndarray:
+        """(F,): faces that a member who is not DNP explains: matched to them, and more similar to them than to any
+        DNP member by `Thresholds.explained_lead`. Such a face is that member's, so reaching a DNP member blurs it
+        nowhere; an unsure face is never explained, and a DNP member nobody can recognise still blurs every face."""
+        lead = self.thresholds.explained_lead
+        dnp = self.candidates.dnp
+        explained = np.zeros(len(self.faces), dtype=bool)
+        if lead is None or not dnp.any():
+            return explained
+        index = {user: column for column, user in enumerate(self.candidates.user_ids)}
+        for row, (user, similarity) in enumerate(self.best()):
+            if user is not None and not dnp[index[user]]:
+                explained[row] = similarity - self.similarity[row, dnp].max() >= lead
+        return explained & ~self.unsure
+
     def blurred(self, viewer: uuid.UUID | None = None) -> list[bool]:
         """Per face: blurred in the public file (viewer None) or in DNP member `viewer`'s own file."""
         if self.similar is None:
             return [True] * len(self.faces)
         dnp_columns = np.flatnonzero(self.candidates.dnp)
-        reaches = self.similar[:, dnp_columns] | self.unsure[:, None]  # (F, D)
+        reaches = (self.similar[:, dnp_columns] & ~self.explained[:, None]) | self.unsure[:, None]  # (F, D)
         own = [i for i, column in enumerate(dnp_columns) if self.candidates.user_ids[column] == viewer]
         others = np.delete(reaches, own, axis=1).any(axis=1)
         if viewer is None:

@@ -121,6 +121,11 @@ class Thresholds:
     clear_match: float | None = None
     # The embedding norm from which a face is seen clearly enough for `clear_match`.
     clear_norm: float = math.inf
+    # A face matched to a member who is not DNP is theirs, not blurred for a DNP member it also reaches, when its
+    # similarity to them leads its best to any DNP member by this much: a guest who resembles a DNP guest stays
+    # visible (`PhotoMatch.explained`). Above every lead another member's reference took over a member's own on
+    # the set, so that a DNP face is kept blurred even where a match would name it wrongly; None: never.
+    explained_lead: float | None = None
 
     def __post_init__(self):
         if self.match is not None and self.blur is not None and self.blur > self.match:

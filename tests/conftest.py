@@ -197,6 +197,7 @@ def test_thresholds(monkeypatch):
         cluster_merge=0.40,
         clear_match=0.35,
         clear_norm=21,
+        explained_lead=0.30,
     )
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, measured)
     return measured

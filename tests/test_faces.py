@@ -186,6 +186,34 @@ def test_an_ambiguous_selfie_keeps_only_the_face_it_shows_clearly(group, group_f
 
 
 @pytest.mark.django_db
+def test_a_guest_who_resembles_a_dnp_member_stays_visible_once_their_own_reference_explains_them(
+    group, group_faces, test_thresholds, monkeypatch
+):
+    """t1's fifth guest reaches the fourth's selfie at 0.20, over `blur` (0.18): with the fourth DNP, the fifth was
+    blurred too. As a member of the event with a selfie of their own (0.96), that face is theirs, far ahead of the
+    DNP member's (`explained_lead`): it stays visible, and the DNP member's face stays blurred. Without the rule, or
+    with the fifth guest no member, it is blurred (docs/ARCHITECTURE.md §6)."""
+    event = factories.event()
+    dnp, guest = factories.member(event, dnp=True), factories.member(event)
+    for user, face in ((dnp, group_faces[3]), (guest, group_faces[4])):
+        reference = make_reference_for(user, group, face)
+        reference_process({"job": "reference_process", "reference_id": str(reference.id)}, by_hand("reference_process"))
+    photo = t1_detected_and_matched(event, group)
+    shown = stored_faces(photo)
+    assert shown[4].matched_user_id == guest
+    assert shown[4].similarity - float(
+        np.dot(shown[4].embedding, SubjectReference.objects.get(user_id=dnp).embedding)
+    ) >= (test_thresholds.explained_lead)
+    assert [face.id for face in faces_blurred_in(photo)] == [shown[3].id]
+
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, dataclasses.replace(test_thresholds, explained_lead=None))
+    assert [face.id for face in faces_blurred_in(photo)] == [shown[3].id, shown[4].id], "it reaches the DNP member"
+    monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, test_thresholds)
+    EventMember.objects.filter(user_id=guest).delete()
+    assert [face.id for face in faces_blurred_in(photo)] == [shown[3].id, shown[4].id], "nobody explains it"
+
+
+@pytest.mark.django_db
 def test_clustering_groups_the_same_person_across_photos_and_separates_people(group, test_thresholds):
     event = factories.event()
     first = factories.photo(event, group, width=group.shape[1], height=group.shape[0])

@@ -7,6 +7,7 @@ with five guests who asked. An event of `size` DNP members is `size` people of t
 blurs it because of any of them. A DNP member's own face is left visible when none of them reaches it.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,11 +41,17 @@ def drawn(members: int, size: int, draws: Draws = DRAWS) -> list[np.ndarray]:
 
 
 def events_of(
-    pairs: Pairs, blurred: np.ndarray, size: int, strangers: np.ndarray | None = None, draws: Draws = DRAWS
+    pairs: Pairs,
+    blurred: np.ndarray,
+    size: int,
+    strangers: np.ndarray | None = None,
+    draws: Draws = DRAWS,
+    explained: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> Events | None:
     """What `blurred` ((P, M): the probe blurred because of the member) does in the events of `size` DNP members
     that `draws` draws; `strangers` (a bool mask over the probes) limits the faces counted as strangers'. None when
-    the set has fewer members than `size`."""
+    the set has fewer members than `size`. `explained(columns)`: the probes that the event's other members explain
+    when `columns` are its DNP members (faces.measurement.verdicts.explained), blurred nowhere."""
     if len(pairs.members) < size:
         return None
     person = np.array([one.person for one in pairs.probes])
@@ -52,6 +59,8 @@ def events_of(
     shares, visible, faces = [], 0, 0
     for columns in drawn(len(pairs.members), size, draws):
         reached = blurred[:, columns].any(axis=1)
+        if explained is not None:
+            reached &= ~explained(columns)
         others = counted & ~np.isin(person, [pairs.members[column] for column in columns])
         if others.any():
             shares.append(float(reached[others].mean()))

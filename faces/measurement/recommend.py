@@ -12,6 +12,8 @@
   members' own faces left visible at a strong head turn.
 - `match`: above every stranger pair of the measurement by `match_margin`, rounded up to `match_step` (a match
   names a person: it must not name a stranger).
+- `explained_lead`: `match`'s rule on how far another member's reference ever leads a member's own on their own
+  faces (`explained_lead`): a face explained by a member who is not DNP is blurred for no DNP member.
 - `cluster`, then `cluster_merge`: measured on the clusters themselves (faces.measurement.people.recommended_cluster):
   the loosest threshold at which the worker's clusters of the set's events stay pure, one step stricter.
 
@@ -136,6 +138,7 @@ def recommend(
     join, merge = cluster(unsure)
     clear, clear_norm = clear_match(pairs, rule, match)
     clear = None if clear is not None and clear < blur else clear  # a clear face matched to X must reach X's blur
+    lead = explained_lead(pairs, rule, Thresholds(match, None, None, unsure_norm=unsure))
     chosen = Thresholds(
         match,
         blur,
@@ -148,6 +151,7 @@ def recommend(
         cluster_merge=merge,
         clear_match=clear,
         clear_norm=clear_norm,
+        explained_lead=lead,
     )
     return chosen, verdict(pairs, chosen)
 
@@ -281,6 +285,20 @@ def clear_match(pairs: Pairs, rule: Rule, match: float) -> tuple[float | None, f
         if own > best:
             best, chosen = own, (value, norm)
     return chosen if chosen is not None else (None, math.inf)
+
+
+def explained_lead(pairs: Pairs, rule: Rule, shape: Thresholds) -> float | None:
+    """`explained_lead`: `match`'s rule on the leads that another member's reference takes over a member's own, on
+    the members' own faces that `shape` can judge (a face too poorly seen is never explained): above every one of
+    them, so that no DNP member's face of the set would be explained away even by a wrong match. None: no own face."""
+    judgeable = np.array([not shape.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    leads = []
+    for column in range(len(pairs.members)):
+        rows = pairs.genuine[:, column] & judgeable
+        others = np.delete(pairs.similarity[rows], column, axis=1)
+        if others.size:
+            leads.append(float((others.max(axis=1) - pairs.similarity[rows, column]).max()))
+    return _above(max(leads), rule) if leads else None
 
 
 def _highest_stranger(pairs: Pairs) -> float:

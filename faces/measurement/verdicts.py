@@ -14,7 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from faces.measurement.probes import Probe
-from faces.thresholds import Thresholds
+from faces.thresholds import FaceView, Thresholds
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,29 @@ def blurred(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
         return np.ones_like(pairs.similarity, dtype=bool)
     too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
     return decide(pairs.similarity, np.array(threshold, dtype=np.float32), too_poor)
+
+
+def explained(pairs: Pairs, thresholds: Thresholds, dnp) -> np.ndarray:
+    """(P,) bool: the probes that a member outside `dnp` (column indexes: the event's DNP members) explains, where
+    every other person of the set is a member of the event with their reference: matched to one of them, and more
+    similar to them than to any DNP member by `explained_lead` (faces.people.PhotoMatch.explained)."""
+    lead = thresholds.explained_lead
+    if lead is None or thresholds.match is None:
+        return np.zeros(len(pairs.probes), dtype=bool)
+    others = np.delete(pairs.similarity, dnp, axis=1).max(axis=1, initial=-1.0)
+    match_at = np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
+    too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    lead_over_dnp = others - pairs.similarity[:, dnp].max(axis=1)
+    return (others >= match_at) & (lead_over_dnp >= lead) & ~too_poor
+
+
+def blurred_among_members(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
+    """`blurred`, where every other person of the set is a member of the event with their reference: each member in
+    turn the one DNP member, a face another member explains is not blurred because of them."""
+    blur = blurred(pairs, thresholds)
+    for column in range(len(pairs.members)):
+        blur[:, column] &= ~explained(pairs, thresholds, [column])
+    return blur
 
 
 def decide(similarity: np.ndarray, threshold: np.ndarray, too_poor: np.ndarray) -> np.ndarray:

@@ -1,5 +1,6 @@
 """The blur decision of docs/ARCHITECTURE.md §6, on synthetic similarities: every branch of the rule."""
 
+import dataclasses
 import uuid
 from types import SimpleNamespace
 
@@ -214,3 +215,30 @@ def test_clear_match_lies_between_blur_and_match():
         Thresholds(match=0.4, blur=0.2, cluster=0.35, clear_match=0.45)
     with pytest.raises(ValueError, match="clear_match"):
         Thresholds(match=0.4, blur=0.2, cluster=0.35, clear_match=0.15)
+
+
+EXPLAINED = Thresholds(match=0.9, blur=0.3, cluster=0.9, explained_lead=0.4)
+
+
+@pytest.mark.parametrize(
+    ("similarity", "blurred"),
+    [
+        ([0.35, 0.1, 0.95], False),  # matched to GUEST, 0.6 ahead of X: GUEST's face
+        ([0.54, 0.1, 0.95], False),  # 0.41 ahead: still
+        ([0.6, 0.1, 0.95], True),  # only 0.35 ahead of X: it could be X
+        ([0.35, 0.6, 0.95], True),  # only 0.35 ahead of Y
+        ([0.35, 0.1, 0.85], True),  # under match: nobody's, X may be it
+    ],
+)
+def test_a_face_a_member_who_is_not_dnp_explains_by_the_lead_is_blurred_for_no_dnp_member(similarity, blurred):
+    match = photo_match([similarity], thresholds=EXPLAINED)
+    assert match.blurred() == [blurred]
+    assert match.blurred(viewer=X) == [blurred]
+    assert photo_match([similarity], thresholds=dataclasses.replace(EXPLAINED, explained_lead=None)).blurred() == [
+        True
+    ], "without the rule, reaching X blurs it"
+
+
+def test_an_unsure_face_or_a_dnp_member_nobody_can_recognise_is_never_explained():
+    assert photo_match([[0.35, 0.1, 0.95]], thresholds=EXPLAINED, hidden=0.3).blurred() == [True]
+    assert photo_match([[0.35, 0.1, 0.95]], thresholds=EXPLAINED, unidentifiable_dnp=1).blurred() == [True]

@@ -10,8 +10,8 @@ import pytest
 from faces.measurement.events import events_of
 from faces.measurement.probes import AS_TAKEN, Probe
 from faces.measurement.recommend import RULE, Grid, NoRecommendation, recommend
-from faces.measurement.verdicts import Pairs
-from faces.thresholds import FaceQuality
+from faces.measurement.verdicts import Pairs, blurred, blurred_among_members, explained
+from faces.thresholds import FaceQuality, Thresholds
 
 
 def probe(person: str, image: str, embedding) -> Probe:
@@ -92,3 +92,26 @@ def test_z_norm_takes_out_how_easily_strangers_reach_a_reference():
         scored = scores["Z-norm"][within[:, column], column]
         assert len(scored) > 50
         assert abs(scored.mean()) < 0.25, "after Z-norm a stranger sits near the cohort's mean, for a as for b"
+
+
+def test_a_stranger_another_member_explains_is_blurred_for_no_dnp_member():
+    """Stranger s reaches member a at 0.3 and is matched to member b at 0.9: with b a member of the event (and not
+    DNP), s is b's face, blurred nowhere; in an event where b is DNP too, nothing explains s."""
+    members = ["a", "b"]
+    probes = [probe("b", "s", [1]), probe("a", "a2", [1])]
+    similarity = np.array([[0.3, 0.9], [0.9, 0.0]], dtype=np.float32)
+    pairs = Pairs(
+        probes, members, similarity, np.array([[False, False], [True, False]]), np.array([[True, False], [False, True]])
+    )
+    thresholds = Thresholds(match=0.4, blur=0.2, cluster=0.4, explained_lead=0.3)
+    assert blurred(pairs, thresholds)[0].tolist() == [True, True]
+    assert blurred_among_members(pairs, thresholds)[0].tolist() == [False, True]
+    assert explained(pairs, thresholds, [0]).tolist() == [True, False]
+    assert explained(pairs, thresholds, [0, 1]).tolist() == [False, False]
+    lone = events_of(
+        pairs, blurred(pairs, thresholds), 1, explained=lambda columns: explained(pairs, thresholds, columns)
+    )
+    assert lone.strangers_mean == 0.0, (
+        "with a alone DNP, s is b's and a's own face is a stranger's to b: neither is blurred"
+    )
+    assert lone.visible == 0, "a's own face stays blurred"

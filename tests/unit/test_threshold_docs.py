@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from faces.measurement.probes import AS_TAKEN, Probe
-from faces.measurement.recommend import RULE, Grid, clear_match, for_goals, recommend
+from faces.measurement.recommend import RULE, Grid, clear_match, explained_lead, for_goals, recommend
 from faces.measurement.verdicts import Pairs
 from faces.thresholds import THRESHOLDS, FaceQuality, Thresholds
 
@@ -166,3 +166,17 @@ def test_clear_faces_get_their_own_match_threshold_where_it_finds_more_members()
     rule = replace(SMALL_RULE, grid=replace(SMALL_RULE.grid, clear_norms=(21.0, 22.0)))
     assert clear_match(pairs, rule, 0.40) == (0.35, 22.0)
     assert clear_match(pairs, rule, 0.35) == (None, math.inf), "nothing under match"
+
+
+def test_explained_lead_sits_above_every_lead_another_reference_takes_over_a_members_own():
+    """a's turned face reaches b's reference 0.27 higher than a's own; a face too poorly seen to judge (norm 12)
+    leads by more, but such a face is never explained, so it does not count."""
+    rows = [
+        (probe("a", "a1.jpg"), [0.90, 0.05]),
+        (probe("a", "a2.jpg", turn=0.6), [0.03, 0.30]),
+        (probe("a", "a3.jpg", norm=12.0), [0.00, 0.50]),
+        (probe("b", "b1.jpg"), [0.02, 0.85]),
+        (probe("b", "b2.jpg"), [0.10, 0.60]),
+    ]
+    shape = Thresholds(match=0.40, blur=None, cluster=None, unsure_norm=15)
+    assert explained_lead(pairs_of(rows, ["a", "b"]), SMALL_RULE, shape) == 0.30  # 0.27 + 0.025, up to 0.05

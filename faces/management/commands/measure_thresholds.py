@@ -16,6 +16,7 @@ to recommend from gets its tables and one line saying why there is no recommenda
 stderr. Nothing is written anywhere. docs/ARCHITECTURE.md §6 and docs/MEASUREMENTS.md cite the output.
 """
 
+import functools
 import itertools
 import time
 from dataclasses import dataclass, replace
@@ -41,7 +42,7 @@ from faces.measurement.probes import (
     references,
 )
 from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, two_fold
-from faces.measurement.verdicts import Pairs, blurred, verdict, verdict_of
+from faces.measurement.verdicts import Pairs, blurred, blurred_among_members, explained, verdict, verdict_of
 from faces.thresholds import Thresholds, for_engine
 
 
@@ -124,6 +125,7 @@ class Command(BaseCommand):
         self._conditions(pairs, seen, decisions)
         self._members(pairs, decisions)
         self._events(pairs, decisions)
+        self._others_members(pairs, chosen, decisions)
         self._several_references(probes + derived, decisions)
         self._calibrations(pairs, chosen)
         self._found(pairs, decisions)
@@ -259,6 +261,38 @@ class Command(BaseCommand):
                     f"| {found.visible}/{found.faces} ({found.visible_share:.2%}) |"
                 )
         self._events_by_condition(pairs, outcomes)
+
+    def _others_members(self, pairs: Pairs, chosen: dict[str, Probe], decisions: dict[str, Thresholds]) -> None:
+        """The same, where every other person of the set is a member of the event with their reference (not DNP): a
+        face a member explains is blurred for no DNP member. Own faces every condition, strangers as taken, no
+        reference photo counted as a stranger's face (it is no event's photo)."""
+        sizes = [size for size in REPORT.event_sizes if size <= len(pairs.members)]
+        references = sorted(str(one.image) for one in chosen.values())
+        self.stdout.write(
+            "\n## Strangers who are members of the event\n\nEvery other person of the set is a member of the "
+            "event with their reference; a face matched to one of them ahead of every DNP member by "
+            "`explained_lead` is theirs, blurred for no DNP member.\n\n| decision | others are members "
+            "| own faces visible | strangers blurred per member: mean | worst | "
+            + " | ".join(f"events of {size}: mean | worst" for size in sizes)
+            + " |\n|---|---|---:|---:|---:|"
+            + "---:|---:|" * len(sizes)
+        )
+        as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
+        strangers = as_taken & ~np.isin([str(one.image) for one in pairs.probes], references)
+        for name, thresholds in decisions.items():
+            ways = {
+                "no": (blurred(pairs, thresholds), None),
+                "yes": (blurred_among_members(pairs, thresholds), functools.partial(explained, pairs, thresholds)),
+            }
+            for members, (blur, explains) in ways.items():
+                found, per_member = verdict_of(pairs, blur), verdict_of(pairs.subset(strangers), blur[strangers])
+                events = [events_of(pairs, blur, size, strangers, REPORT.rule.draws, explains) for size in sizes]
+                self.stdout.write(
+                    f"| {name} | {members} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
+                    f"| {per_member.strangers_mean:.2%} | {per_member.strangers_worst:.2%} | "
+                    + " | ".join(f"{one.strangers_mean:.2%} | {one.strangers_worst:.2%}" for one in events)
+                    + " |"
+                )
 
     def _events_by_condition(self, pairs: Pairs, outcomes: dict[str, np.ndarray]) -> None:
         sizes = [size for size in REPORT.event_sizes if size <= len(pairs.members)]
