@@ -220,6 +220,7 @@ THRESHOLDS: dict[str, Thresholds] = {
         cluster_merge=0.40,
         clear_match=0.35,
         clear_norm=21,
+        explained_lead=0.30,
     ),
     # buffalo_l: not measured here (its weights cannot be fetched here): fails closed
     # until an operator measures it on the server (docs/OPERATIONS.md).

@@ -288,9 +288,16 @@ def clear_match(pairs: Pairs, rule: Rule, match: float) -> tuple[float | None, f
 
 
 def explained_lead(pairs: Pairs, rule: Rule, shape: Thresholds) -> float | None:
-    """`explained_lead`: `match`'s rule on the leads that another member's reference takes over a member's own, on
-    the members' own faces that `shape` can judge (a face too poorly seen is never explained): above every one of
-    them, so that no DNP member's face of the set would be explained away even by a wrong match. None: no own face."""
+    """`explained_lead`: `match`'s rule on the leads that another member's reference takes over a member's own (
+    `highest_lead`): above every one of them, so that no DNP member's face of the set would be explained away even
+    by a wrong match. None: no own face."""
+    highest = highest_lead(pairs, shape)
+    return None if highest is None else _above(highest, rule)
+
+
+def highest_lead(pairs: Pairs, shape: Thresholds) -> float | None:
+    """The most that another member's reference leads a member's own, on the members' own faces that `shape` can
+    judge (a face too poorly seen is never explained); None: no own face."""
     judgeable = np.array([not shape.too_poor(one.quality) for one in pairs.probes], dtype=bool)
     leads = []
     for column in range(len(pairs.members)):
@@ -298,7 +305,7 @@ def explained_lead(pairs: Pairs, rule: Rule, shape: Thresholds) -> float | None:
         others = np.delete(pairs.similarity[rows], column, axis=1)
         if others.size:
             leads.append(float((others.max(axis=1) - pairs.similarity[rows, column]).max()))
-    return _above(max(leads), rule) if leads else None
+    return max(leads) if leads else None
 
 
 def _highest_stranger(pairs: Pairs) -> float:

@@ -26,6 +26,7 @@ FIELDS = (
     "cluster_merge",
     "clear_match",
     "clear_norm",
+    "explained_lead",
 )
 
 

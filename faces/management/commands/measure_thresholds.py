@@ -41,7 +41,7 @@ from faces.measurement.probes import (
     reference_sets,
     references,
 )
-from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, two_fold
+from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, highest_lead, two_fold
 from faces.measurement.verdicts import Pairs, blurred, blurred_among_members, explained, verdict, verdict_of
 from faces.thresholds import Thresholds, for_engine
 
@@ -409,6 +409,7 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"\nRecommended: {thresholds_line(recommended)}")
         rule, goals = REPORT.rule, REPORT.rule.goals
+        lead = highest_lead(pairs, recommended)
         self.stdout.write(
             f"rule: faces/measurement/recommend.py: the fewest own faces visible with strangers blurred <= "
             f"{budget:.1%} per member on average ({rule.budgets.small:.0%} for faces under {rule.small_face_px} px), "
@@ -416,7 +417,8 @@ class Command(BaseCommand):
             f"{goals.event_size} DNP members and {goals.worst:.0%} for the worst member, own faces visible within "
             f"{goals.turned:.0%} at a strong "
             f"turn; match above every stranger pair (the highest: "
-            f"{pairs.similarity[pairs.stranger].max():.3f})"
+            f"{pairs.similarity[pairs.stranger].max():.3f}); explained_lead above every lead of another member's "
+            f"reference over a member's own, on their own faces (the highest: {'-' if lead is None else f'{lead:.3f}'})"
         )
         self.stdout.write(
             "\n## Two-fold check\n\n| chosen on one half, tried on the other | own faces visible "
@@ -498,7 +500,8 @@ def thresholds_line(thresholds: Thresholds) -> str:
         f"poor_face_blur={thresholds.poor_face_blur:.2f}, small_face_px={thresholds.small_face_px}, "
         f"turned_face={thresholds.turned_face:g}, weak_norm={thresholds.weak_norm:g}, "
         f"unsure_norm={thresholds.unsure_norm:g}, cluster_merge={_or_never(thresholds.cluster_merge)}, "
-        f"clear_match={_or_never(thresholds.clear_match)}, clear_norm={thresholds.clear_norm:g})"
+        f"clear_match={_or_never(thresholds.clear_match)}, clear_norm={thresholds.clear_norm:g}, "
+        f"explained_lead={_or_never(thresholds.explained_lead)})"
     )
 
 
