@@ -207,10 +207,10 @@ def test_a_guest_who_resembles_a_dnp_member_stays_visible_once_their_own_referen
     assert [face.id for face in faces_blurred_in(photo)] == [shown[3].id]
 
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, dataclasses.replace(test_thresholds, explained_lead=None))
-    assert [face.id for face in faces_blurred_in(photo)] == [shown[3].id, shown[4].id], "it reaches the DNP member"
+    assert {face.id for face in faces_blurred_in(photo)} == {shown[3].id, shown[4].id}, "it reaches the DNP member"
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, test_thresholds)
     EventMember.objects.filter(user_id=guest).delete()
-    assert [face.id for face in faces_blurred_in(photo)] == [shown[3].id, shown[4].id], "nobody explains it"
+    assert {face.id for face in faces_blurred_in(photo)} == {shown[3].id, shown[4].id}, "nobody explains it"
 
 
 @pytest.mark.django_db
