@@ -62,12 +62,13 @@ def test_dnp_visibility(tiny_set):
         "1",
         "--strangers-per-event",
         "1",
+        "--strangers-are-members",
         "--baseline",
         "HEAD",
     )
     assert "| baseline (HEAD) | 4/4 |" in out, "each event's photo of its member and of a stranger published"
     assert "| this tree | 4/4 |" in out
-    assert "2 photos of strangers" in out
+    assert "2 photos of strangers, 2 of them members with a reference" in out
     ready_only = r"\| this tree \| \d/2 \(\S+\) \[2\] \| 0/0 \(0.00%\) \[0\] \| 0/0 \(0.00%\) \[0\] \|"
     assert re.search(ready_only, out), "both references become ready: no event blurs every face"
 
