@@ -111,6 +111,8 @@ MAKE_ABANDONED_VISIBLE = """
     WHERE read_ct > 0 AND vt > clock_timestamp()
 """
 METRICS = "SELECT queue_length, queue_visible_length, oldest_msg_age_sec FROM pgmq.metrics(%s)"
+# Whether any message is visible, by the queue's vt index: what idle-only maintenance stops for.
+MESSAGE_WAITING = "SELECT EXISTS (SELECT 1 FROM pgmq.q_jobs WHERE vt <= clock_timestamp())"
 # The queue by class, for queue_status: privacy jobs (one of the jsonb objects (1)), the renders they sent
 # first (containing (2)), the rest; each class's waiting (visible) messages, the oldest one's age in seconds,
 # and how many are hidden (in flight or waiting for a retry). pgmq has no function for this: its table is named.
@@ -299,6 +301,11 @@ def mark_privacy_try(cursor) -> None:
 def make_abandoned_visible(cursor) -> int:
     cursor.execute(MAKE_ABANDONED_VISIBLE)
     return cursor.rowcount
+
+
+def message_waiting(cursor) -> bool:
+    cursor.execute(MESSAGE_WAITING)
+    return cursor.fetchone()[0]
 
 
 def metrics(cursor) -> QueueMetrics:

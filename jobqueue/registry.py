@@ -7,7 +7,8 @@ message, so its row writes commit with that delete or not at all.
 
 Maintenance an app wants done now and then (the faces app's sweeps of objects a
 failed delete left) registers as a periodic task with its interval: run between
-messages when due, or only while the queue is empty (`idle_only`).
+messages when due, or only while the queue is empty (`idle_only`), and then stopped
+for the first message that comes (a privacy job waits on no maintenance).
 
 A job registered `first=True` is a privacy job, read before ordinary messages (jobqueue/privacy_lane.py).
 
@@ -128,7 +129,9 @@ def run_archive_hooks(payload: dict | None, job) -> dict:
 @dataclass
 class PeriodicTask:
     name: str
-    run: Callable[[], object]
+    # Light work: run(). Idle-only work: run(message_waiting), asking between its units whether a message waits, and
+    # returning False where it stopped for one: it goes on at the next idle moment, not a period later.
+    run: Callable[..., object]
     # Seconds between runs, read when due (settings may change in tests); 0 or less: never.
     every_s: Callable[[], float]
     # Heavy work waits for an empty queue; light work also runs between messages.
@@ -145,7 +148,7 @@ _periodic: dict[str, PeriodicTask] = {}
 
 
 def register_periodic(
-    name: str, run: Callable[[], object], *, every_s: Callable[[], float], idle_only: bool = False
+    name: str, run: Callable[..., object], *, every_s: Callable[[], float], idle_only: bool = False
 ) -> None:
     _open_for(f"periodic task {name}")
     _periodic[name] = PeriodicTask(name, run, every_s, idle_only)

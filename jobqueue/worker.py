@@ -189,13 +189,22 @@ class Worker:
             log.info("db_recovered")
 
     def _run_periodic_tasks(self, *, idle: bool) -> None:
-        """Each due maintenance task, once; a failing one is logged and retried when next due."""
+        """Each due maintenance task, once; a failing one is logged and retried when next due. Idle-only work stops
+        for a message (`_message_waiting`) and goes on at the next idle moment."""
         for task in registry.due_periodic_tasks(idle=idle):
             task.last_run = time.monotonic()
             try:
-                task.run()
+                finished = task.run(self._message_waiting) if task.idle_only else task.run()
             except Exception as error:  # maintenance never stops the loop; a lost database shows on the next read
                 log.warning("periodic_task_failed", extra={"task": task.name, "error": _summary(error)})
+                continue
+            if finished is False:
+                task.last_run = float("-inf")
+
+    def _message_waiting(self) -> bool:
+        """Whether a message waits to be read: what idle-only work stops for, between its units."""
+        with self.session.lease.guard():
+            return queries.message_waiting(self.session.cursor)
 
     # -- one message -----------------------------------------------------
 

@@ -11,6 +11,8 @@ given back uncounted and publishes afterwards, blurred where it must be.
 import re
 import signal
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -30,6 +32,8 @@ pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "fast_retries",
 WINDOW_S = 5.0
 G = 2  # t1's middle guest: no other face of t1 comes near their reference
 LONG_S = 120.0  # how long the worker may take to reach a given point in a job
+# Photos of orphans in storage: a full sweep of them takes the worker longer than the window.
+SWEPT_PHOTOS = 8000
 
 
 @pytest.fixture
@@ -170,3 +174,47 @@ def test_a_worker_killed_mid_hide_loses_nothing(events, env, tmp_path, group):
     assert queue_rows() == []
     assert archived() == {}
     assert_g_blurred_and_clip_published(photo_a, photo_b, clip, group)
+
+
+def orphans_in_storage(media: Path, photos: int) -> list[Path]:
+    """`photos` photos' derived files that no row names, as a crash between commit and sweep, or a deleted event,
+    leaves them: what the full sweep of storage deletes, one photo at a time."""
+    event = uuid.uuid4()
+    made = []
+    for _ in range(photos):
+        folder = media / "events" / str(event) / "photos" / str(uuid.uuid4()) / "v1"
+        folder.mkdir(parents=True)
+        for name in ("public.jpg", "public_thumb.jpg"):
+            (folder / name).write_bytes(b"left behind")
+            made.append(folder / name)
+    return made
+
+
+def test_a_change_while_the_worker_sweeps_storage_is_applied_within_seconds(group, group_faces, env, tmp_path):
+    """The full sweep of storage runs when the queue is empty, first at the worker's start, and over a bucket of many
+    photos it takes minutes. It stops for a message at its next photo and goes on once the queue is empty again: the
+    change is applied within the window, and every orphan still goes."""
+    event_a = factories.event("A")
+    guest = factories.member_with_reference(event_a, group, group_faces[G], dnp=False)
+    photo_a = factories.photo(event_a, group)
+    send({"job": "face_process", "photo_id": str(photo_a.id)})
+    run_worker_drain()
+    photo_a.refresh_from_db()
+    assert photo_a.processed_at is not None
+    orphans = orphans_in_storage(tmp_path / "var" / "media", SWEPT_PHOTOS)
+    log = tmp_path / "worker.log"
+    worker = spawn_worker(env, log_path=log)
+    try:
+        wait_for(lambda: "event=sweep " in log.read_text(), timeout=LONG_S)
+        sent = turn_on_dnp(photo_a, guest)
+        wait_for(hidden(photo_a), timeout=LONG_S)
+        assert time.monotonic() - sent <= WINDOW_S
+        wait_for(lambda: "event=sweep_storage " in log.read_text(), timeout=LONG_S)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(60) == 0
+    assert not [path for path in orphans if path.exists()], "the sweep went on after the change"
+    text = log.read_text()
+    assert "event=sweep_storage_stopped" in text, "the sweep stopped for the change"
+    assert re.search(r"job=reprocess_event outcome=completed .*hidden=1", text)
+    assert text.index("job=reprocess_event") < text.index("event=sweep_storage "), "the change did not wait for it"

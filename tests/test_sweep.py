@@ -6,6 +6,7 @@ import uuid
 from io import StringIO
 
 import pytest
+from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 from django.db import connection
@@ -173,6 +174,24 @@ def test_derived_files_of_deleted_photos_and_events_are_swept_uploads_kept(dnp_p
     for gone in (photo, other):
         assert default_storage.exists(gone.upload_key), "uploads are the API's: never deleted"
         assert default_storage.exists(gone.upload_thumb_key)
+
+
+def test_the_full_sweep_stops_for_a_message_and_goes_on_from_there():
+    """On S3: the worker's full sweep stops at the first photo done after a message comes (`message_waiting`), and
+    its next run lists storage from the last key it swept, sweeping the rest; at the end it starts over."""
+    event = uuid.uuid4()
+    orphans = [
+        default_storage.save(f"events/{event}/photos/{photo}/v1/{name}", ContentFile(b"left behind"))
+        for photo in (uuid.uuid4() for _ in range(3))
+        for name in ("public.jpg", "public_thumb.jpg")
+    ]
+    full = sweep.FullSweep(prefix=f"events/{event}/photos/")
+    assert full.run(lambda: True) is False
+    assert sum(default_storage.exists(key) for key in orphans) == 4, "one photo swept, then it stopped"
+    assert full.after == sorted(orphans)[1]
+    assert full.run(lambda: False) is True
+    assert not any(default_storage.exists(key) for key in orphans)
+    assert (full.after, full.deleted) == ("", 0), "the next run starts over"
 
 
 def test_sweep_orphans_refuses_an_event_that_is_not_an_id():

@@ -18,11 +18,14 @@ WORKER_SWEEP_RETRY_S between jobs, for every photo whose after-commit sweep fail
 (storage blip) or found the photo busy; and a periodic full sweep of storage when the
 queue is empty (also `manage.py sweep_orphans`), which finds what a crash between
 commit and sweep left, and deleted photos and events. The full sweep lists storage
-flat (1,000 keys per S3 LIST call) and only visits photos that have derived objects.
+flat (1,000 keys per S3 LIST call) and only visits photos that have derived objects; the
+worker's stops for any message and goes on from there when the queue is empty again, so a
+large bucket never holds back a Do Not Publish change (`FullSweep`).
 """
 
 import logging
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import psycopg.errors
@@ -114,23 +117,42 @@ def sweep_storage(event_id: str | None = None) -> tuple[int, int]:
 
     A busy photo is remembered for the worker's next retry.
     """
-    deleted = busy = 0
-    for (photo_event, photo_id), keys in derived_keys_by_photo(event_id).items():
-        try:
-            deleted += sweep_photo(photo_event, photo_id, listed=keys)
-        except PhotoBusy:
-            busy += 1
-            remember(photo_event, photo_id)
-    return deleted, busy
-
-
-def derived_keys_by_photo(event_id: str | None) -> dict[tuple[str, str], list[str]]:
     prefix = "events/" if event_id is None else f"events/{event_id}/photos/"
-    found: dict[tuple[str, str], list[str]] = {}
-    for key in list_keys(prefix):
-        if (parts := DERIVED_KEY.match(key)) is not None:
-            found.setdefault((parts["event"], parts["photo"]), []).append(key)
-    return found
+    tally = SweepTally()
+    for photo, keys in photos_in_storage(prefix):
+        tally.sweep(photo, keys)
+    return tally.deleted, tally.busy
+
+
+def photos_in_storage(prefix: str, after: str = "") -> Iterator[tuple[tuple[str, str], list[str]]]:
+    """((event, photo), its derived keys) of every photo under `prefix` with keys past `after`, in key order, each
+    photo once its keys are listed: a photo's keys share its folder, so they come together."""
+    photo, keys = None, []
+    for key in list_keys(prefix, after=after):
+        if (parts := DERIVED_KEY.match(key)) is None:
+            continue
+        if (parts["event"], parts["photo"]) != photo:
+            if keys:
+                yield photo, keys
+            photo, keys = (parts["event"], parts["photo"]), []
+        keys.append(key)
+    if keys:
+        yield photo, keys
+
+
+@dataclass
+class SweepTally:
+    """What a sweep of many photos did so far; a busy photo is remembered for the worker's next retry."""
+
+    deleted: int = 0
+    busy: int = 0
+
+    def sweep(self, photo: tuple[str, str], keys: list[str]) -> None:
+        try:
+            self.deleted += sweep_photo(*photo, listed=keys)
+        except PhotoBusy:
+            self.busy += 1
+            remember(*photo)
 
 
 # -- sweeps that failed, retried by the worker (faces/jobs/maintenance.py) --------
@@ -171,17 +193,39 @@ def sweep_pending() -> int:
     return done
 
 
-def full_sweep() -> None:
-    deleted, busy = sweep_storage()
-    log.info("sweep_storage", extra={"deleted": deleted, "busy": busy})
+@dataclass
+class FullSweep(SweepTally):
+    """The worker's full sweep of storage: run while the queue is empty, it stops at the first photo done after a
+    message comes, and the next run goes on from there (`after`: the last key it swept), however large the bucket."""
+
+    prefix: str = "events/"  # every event's folder
+    after: str = ""
+
+    def run(self, message_waiting: Callable[[], bool]) -> bool:
+        """True when it reached the end of storage (and starts over next time); False when it stopped for a message."""
+        for photo, keys in photos_in_storage(self.prefix, after=self.after):
+            self.sweep(photo, keys)
+            self.after = keys[-1]
+            if message_waiting():
+                so_far = {"deleted": self.deleted, "busy": self.busy, "after": self.after}
+                log.info("sweep_storage_stopped", extra=so_far)
+                return False
+        log.info("sweep_storage", extra={"deleted": self.deleted, "busy": self.busy})
+        self.deleted, self.busy, self.after = 0, 0, ""
+        return True
 
 
-def list_keys(prefix: str) -> list[str]:
-    """Every key under `prefix`: one flat listing on S3 (1,000 keys a call), a walk on the filesystem."""
+# The worker's, kept between its runs (faces/jobs/maintenance.py).
+FULL_SWEEP = FullSweep()
+
+
+def list_keys(prefix: str, after: str = "") -> Iterator[str]:
+    """Every key under `prefix` past `after`, in key order: one flat listing on S3, 1,000 keys a call, each call as
+    the keys are wanted; a walk on the filesystem."""
     bucket = getattr(default_storage, "bucket", None)
     if bucket is not None:
-        return [item.key for item in bucket.objects.filter(Prefix=prefix)]
-    return _walk(prefix)
+        return (item.key for item in bucket.objects.filter(Prefix=prefix, Marker=after))
+    return (key for key in sorted(_walk(prefix)) if key > after)
 
 
 def _walk(prefix: str) -> list[str]:
