@@ -16,13 +16,16 @@ import uuid
 from dataclasses import dataclass
 
 import botocore.exceptions
+from django.conf import settings
 from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
+from django.core.files.storage import Storage, default_storage
 from django.db.models import QuerySet
 from django.utils import timezone
+from storages.backends.s3 import S3Storage
 
 from faces.models import Face, Photo
 from faces.people import PhotoMatch, match_of
+from momentlens.storage import PROBE_TIMEOUTS, client_config
 
 # Every column of the photo row a render writes: one UPDATE, the job's last write.
 RENDERED_ROW = (
@@ -107,16 +110,26 @@ def storage_down(error: BaseException) -> bool:
     return False
 
 
-def round_trip(key: str, payload: bytes) -> bytes:
+def round_trip(key: str, payload: bytes, storage: Storage = default_storage) -> bytes:
     """Write `payload` at `key`, read it back, delete it: what was read back. Raises what storage raises."""
-    saved = default_storage.save(key, ContentFile(payload))
-    with default_storage.open(saved, "rb") as handle:
+    saved = storage.save(key, ContentFile(payload))
+    with storage.open(saved, "rb") as handle:
         read_back = handle.read()
-    default_storage.delete(saved)
+    storage.delete(saved)
     return read_back
 
 
 def probe_storage() -> None:
     """Raises while storage is down: one small object written, read and deleted, since a storage that answers
-    reads while its writes fail (a partial outage) would otherwise end the wait for a try that fails again."""
-    round_trip(f"{PROBE_PREFIX}outage-probe.txt", b"outage probe")
+    reads while its writes fail (a partial outage) would otherwise end the wait for a try that fails again. On S3
+    through a client that gives up within seconds (momentlens.storage.PROBE_TIMEOUTS): a storage that hangs must not
+    hold the reader, which reads privacy work between probes."""
+    round_trip(f"{PROBE_PREFIX}outage-probe.txt", b"outage probe", probing_storage())
+
+
+def probing_storage() -> Storage:
+    """The default storage, or on S3 the same bucket through a client with the probe's timeouts."""
+    options = settings.STORAGES["default"].get("OPTIONS", {})
+    if "client_config" not in options:
+        return default_storage
+    return S3Storage(**{**options, "client_config": client_config(PROBE_TIMEOUTS)})

@@ -6,14 +6,20 @@ in this process, its /health on a loopback port); a thread watches /health, and 
 
 import threading
 import time
+import uuid
 
+import botocore.exceptions
 import numpy as np
 import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 
 from faces.models import EventMember, Photo
+from faces.publication import probe_storage, storage_down
 from jobqueue import reporting
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference, face_core
+from momentlens.storage import PROBE_TIMEOUTS, STORAGE_TIMEOUTS
 from tests.support import factories
 from tests.support.media_samples import faceless_then, video
 from tests.support.ports import free_port
@@ -133,3 +139,25 @@ def test_a_dnp_change_hides_during_the_outage_and_renders_once_storage_is_back(s
     public, upload = read_image(photo.public_key), read_image(photo.upload_key)
     assert difference(face_core(public, guest_face), face_core(upload, guest_face)) > 10, "blurred once back"
     assert archived() == {}
+
+
+def test_a_storage_that_hangs_is_an_outage_known_within_seconds(seaweed):
+    """SeaweedFS stopped by SIGSTOP takes connections and answers nothing, as a storage that hangs does. The outage
+    probe gives up within seconds (between two probes the reader reads privacy work), and any other call within its
+    timeouts, both as an outage: botocore's defaults held one PUT four minutes."""
+    seaweed.hang()
+    try:
+        for call, timeouts in ((probe_storage, PROBE_TIMEOUTS), (save_a_file, STORAGE_TIMEOUTS)):
+            started = time.monotonic()
+            with pytest.raises(botocore.exceptions.BotoCoreError) as raised:
+                call()
+            # Each attempt: connect, wait up to a second for `100 Continue`, read.
+            assert time.monotonic() - started < timeouts.attempts * (timeouts.connect_s + 1 + timeouts.read_s) + 1
+            assert storage_down(raised.value), raised.value
+    finally:
+        seaweed.answer_again()
+    save_a_file()
+
+
+def save_a_file() -> None:
+    default_storage.save(f"hang/{uuid.uuid4()}.txt", ContentFile(b"a file"))

@@ -5,7 +5,9 @@ required and telemetry off; nothing listens beyond 127.0.0.1.
 """
 
 import json
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -109,6 +111,14 @@ class SeaweedS3:
             self._process.kill()
             self._process.wait()
         self._process = None
+
+    def hang(self) -> None:
+        """Stop the server's processes (SIGSTOP) without closing its sockets: connections are taken, nothing answers,
+        as a storage that hangs does. `answer_again` undoes it."""
+        os.killpg(self._process.pid, signal.SIGSTOP)
+
+    def answer_again(self) -> None:
+        os.killpg(self._process.pid, signal.SIGCONT)
 
     def _identities(self) -> dict:
         return {
