@@ -7,14 +7,24 @@ one log line naming the problem (`event=worker_died` for run_worker, systemd's j
 
 import logging
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
 from jobqueue.logfmt import LogfmtFormatter, environment_secrets, redact
 
+# A SIGTERM or SIGINT that reaches run_worker before its own handlers are set (Django's and the engine's imports
+# take a second or two): the worker stops before its loop and exits 0, as it does later (systemd may stop a worker
+# it has just started; Python's default would end it by the signal).
+EARLY_STOP = threading.Event()
+
 
 def main(argv: list[str], run: Callable[[list[str]], None] | None = None) -> None:
     """`run`: what runs the command line (default: Django's; the tests' worker adds its test jobs first)."""
+    if argv[1:2] == ["run_worker"]:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: EARLY_STOP.set())
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line

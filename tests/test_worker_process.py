@@ -185,6 +185,26 @@ def test_sigterm_exits_zero_and_releases_the_lock(env, tmp_path):
     assert not reader_lock_held()
 
 
+def catches(pid: int, sig: signal.Signals) -> bool:
+    """Whether process `pid` has a handler for `sig` now (/proc's SigCgt mask)."""
+    with open(f"/proc/{pid}/status") as status:
+        caught = next(line.split()[1] for line in status if line.startswith("SigCgt:"))
+    return bool(int(caught, 16) >> (sig - 1) & 1)
+
+
+def test_sigterm_while_the_worker_still_imports_exits_zero(env, tmp_path):
+    """systemd may stop a worker it has just started: a SIGTERM before run_worker's own handlers (Django, numpy and
+    the engine still loading) stops it before its loop with exit 0, as later (Python's default: killed, -15)."""
+    log = tmp_path / "worker.log"
+    worker = spawn_worker(env, log_path=log)
+    wait_for(lambda: catches(worker.pid, signal.SIGTERM), interval=0.005)
+    assert "event=worker_start" not in log.read_text(), "still starting"
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(60) == 0
+    assert "outcome=stopped_before_the_loop" in log.read_text()
+    assert not reader_lock_held()
+
+
 def test_a_database_that_never_comes_back_ends_the_process_non_zero(embedded_pg, tmp_path):
     env = worker_env(
         embedded_pg,

@@ -224,7 +224,8 @@ def list_keys(prefix: str, after: str = "") -> Iterator[str]:
     the keys are wanted; a walk on the filesystem."""
     bucket = getattr(default_storage, "bucket", None)
     if bucket is not None:
-        return (item.key for item in bucket.objects.filter(Prefix=prefix, Marker=after))
+        listing = {"Prefix": prefix, **({"Marker": after} if after else {})}
+        return (item.key for item in bucket.objects.filter(**listing))
     return (key for key in sorted(_walk(prefix)) if key > after)
 
 

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand
 
 from jobqueue import registry, reporting
 from jobqueue.checks import WORKER_START
+from jobqueue.cli import EARLY_STOP
 from jobqueue.health import HealthServer, WorkerState
 from jobqueue.worker import StopNow, Worker, WorkerConfig, WorkerDied
 
@@ -37,12 +38,14 @@ class Command(BaseCommand):
             sig: signal.signal(sig, lambda *_: worker.request_stop()) for sig in (signal.SIGTERM, signal.SIGINT)
         }
         try:
+            if EARLY_STOP.is_set():
+                raise StopNow
             start_checks()
             worker.run(run_startup_work())
         except WorkerDied as died:
             log.error("worker_died", extra={"error": str(died).strip().splitlines()[0]})
             sys.exit(1)
-        except StopNow:  # a second signal during the start checks or the startup work (the engine's build)
+        except StopNow:  # a signal before the handlers above, or a second one during the checks or the engine's build
             log.warning("worker_abandon", extra={"outcome": "stopped_before_the_loop"})
         finally:
             for sig, handler in previous.items():
