@@ -1,6 +1,7 @@
 """The sweep of derived objects (docs/ARCHITECTURE.md §3, §5 rule 5): never what a job in flight writes,
 never an upload, always what replaced, deleted or failed work left behind."""
 
+import logging
 import threading
 import uuid
 from io import StringIO
@@ -153,6 +154,22 @@ def test_a_failed_delete_is_retried_between_jobs_not_only_when_idle(dnp_photo, m
         run_worker_drain()
     assert refused, "the after-commit sweep failed"
     assert not any(default_storage.exists(key) for key in replaced), "retried in the same run"
+
+
+def test_a_round_of_pending_sweeps_ends_at_the_first_photo_storage_fails(seaweed, monkeypatch, caplog):
+    """Storage that fails one remembered photo fails the next, and each call to a storage that hangs takes its
+    timeouts: the round stops at the first failure, between two jobs, and the rest wait for the next round."""
+    monkeypatch.setattr(sweep, "_pending", {})
+    for _ in range(3):
+        sweep.remember(uuid.uuid4(), uuid.uuid4())
+    seaweed.stop()
+    try:
+        with caplog.at_level(logging.WARNING, logger="faces.sweep"):
+            assert sweep.sweep_pending() == 0
+    finally:
+        seaweed.start()
+    assert [record.msg for record in caplog.records] == ["sweep_failed"]
+    assert sweep.sweep_pending() == 3, "all three swept in the next round"
 
 
 def test_derived_files_of_deleted_photos_and_events_are_swept_uploads_kept(dnp_photo, group, settings):

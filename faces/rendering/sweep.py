@@ -176,7 +176,9 @@ def sweep_after_commit(event_id, photo_id) -> None:
 
 
 def sweep_pending() -> int:
-    """Retry every remembered sweep; what fails again stays remembered. Returns how many succeeded."""
+    """Retry every remembered sweep; what fails again stays remembered. Returns how many succeeded. A failure other
+    than a busy photo ends the round: storage that failed one photo fails the next, and each call to a storage that
+    hangs takes its timeouts (momentlens.storage.StorageTimeouts), a round of them the reader's time for minutes."""
     done = 0
     for event_id, photo_id in list(_pending):
         try:
@@ -186,7 +188,9 @@ def sweep_pending() -> int:
                 "sweep_failed",
                 extra={"photo_id": photo_id, "error": f"{type(error).__name__}: {error}", "retry": "later"},
             )
-            continue
+            if isinstance(error, PhotoBusy):
+                continue
+            break
         waited = time.monotonic() - _pending.pop((event_id, photo_id))
         log.info("sweep_retried", extra={"photo_id": photo_id, "pending_s": round(waited, 1)})
         done += 1
