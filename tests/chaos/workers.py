@@ -6,6 +6,10 @@ from pathlib import Path
 
 from tests.chaos.services import Services
 from tests.support.log_helpers import parse
+from tests.support.waiting import poll
+
+# How long a worker just started may take to reach its own code (its first log line) before the run's SIGTERM.
+STARTING_S = 30.0
 
 
 @dataclass
@@ -20,6 +24,10 @@ class WorkerProcess:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def started(self) -> bool:
+        """Exited, or running its own code: it logged a line."""
+        return not self.alive() or self.log.stat().st_size > 0
 
     def lock_backend(self) -> int | None:
         """The backend pid of its reader slot (its last `queue_lock outcome=taken`), which its heartbeat names."""
@@ -66,8 +74,11 @@ class Fleet:
         self.readers = [reader if reader.alive() else self.start_worker() for reader in self.readers]
 
     def stop(self) -> None:
-        """SIGTERM to each worker still running: each must exit 0."""
+        """SIGTERM to each worker still running: each must exit 0. One started just now (a reader replaced at the run's
+        end) is first let reach its own code: before that the interpreter itself is starting, whose death by SIGTERM
+        systemd counts as a clean stop (run_worker catches it from its first import: jobqueue.cli.EARLY_STOP)."""
         for worker in self.workers:
+            poll(worker.started, timeout=STARTING_S)
             if worker.alive():
                 worker.terminate()
                 code = worker.process.wait(120)
