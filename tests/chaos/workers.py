@@ -74,13 +74,16 @@ class Fleet:
         self.readers = [reader if reader.alive() else self.start_worker() for reader in self.readers]
 
     def stop(self) -> None:
-        """SIGTERM to each worker still running: each must exit 0. One started just now (a reader replaced at the run's
-        end) is first let reach its own code: before that the interpreter itself is starting, whose death by SIGTERM
-        systemd counts as a clean stop (run_worker catches it from its first import: jobqueue.cli.EARLY_STOP)."""
+        """SIGTERM to each worker still running, once (a second worker the faults stopped already has its own, and may
+        still be exiting: systemd signals once too): each signalled worker must exit 0. One started just now (a reader
+        replaced at the run's end) is first let reach its own code: before that the interpreter itself is starting,
+        whose death by SIGTERM systemd counts as a clean stop (run_worker catches it from its first import:
+        jobqueue.cli.EARLY_STOP)."""
         for worker in self.workers:
             poll(worker.started, timeout=STARTING_S)
-            if worker.alive():
+            if worker.alive() and worker.expected_exit is None:
                 worker.terminate()
+            if worker.expected_exit == "term":
                 code = worker.process.wait(120)
                 if code != 0:
                     self.unexpected_exits.append(f"{worker.name} exited {code} on SIGTERM")
