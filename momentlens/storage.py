@@ -8,9 +8,9 @@ from botocore.config import Config
 @dataclass(frozen=True)
 class StorageTimeouts:
     """How long one call to storage may take. A storage that hangs (it takes connections and answers nothing) is an
-    outage, and while a call waits on it the reader reads nothing, not even privacy work: botocore's defaults
-    (60 s each way) with four attempts held one PUT for four minutes. A PUT also waits up to a second for
-    `100 Continue` before its body (tests/test_storage_outage.py)."""
+    outage, and while a call waits on it the reader reads nothing, not even privacy work: botocore's defaults (60 s
+    each way), with the four attempts `max_attempts: 3` meant, let one call wait minutes. A PUT also waits up to a
+    second for `100 Continue` before its body (tests/test_storage_outage.py)."""
 
     connect_s: float = 5.0  # R2 takes a connection in well under a second
     read_s: float = 10.0  # one socket read or send stalled this long: R2 answers a PUT in a second or two

@@ -144,7 +144,7 @@ def test_a_dnp_change_hides_during_the_outage_and_renders_once_storage_is_back(s
 def test_a_storage_that_hangs_is_an_outage_known_within_seconds(seaweed):
     """SeaweedFS stopped by SIGSTOP takes connections and answers nothing, as a storage that hangs does. The outage
     probe gives up within seconds (between two probes the reader reads privacy work), and any other call within its
-    timeouts, both as an outage: botocore's defaults held one PUT four minutes."""
+    timeouts, both as an outage: botocore's defaults let one call wait minutes."""
     seaweed.hang()
     try:
         for call, timeouts in ((probe_storage, PROBE_TIMEOUTS), (save_a_file, STORAGE_TIMEOUTS)):
