@@ -55,6 +55,13 @@ class Candidates:
             ambiguous=frozenset(index[user_id] for user_id, _ in ambiguous),
         )
 
+    def reaching_dnp(self, threshold: float) -> np.ndarray:
+        """(U,) bool: the members who are not DNP any of whose references reaches a DNP member's at `threshold`."""
+        between = self.references @ self.references[self.dnp[self.owners]].T  # (R, references of DNP members)
+        reaching = np.zeros(len(self.user_ids), dtype=bool)
+        np.logical_or.at(reaching, self.owners, (between >= threshold).any(axis=1))
+        return reaching & ~self.dnp
+
     def similarities(self, embeddings: np.ndarray) -> np.ndarray:
         """(F, U): each face's best cosine similarity over each candidate's references."""
         per_reference = embeddings @ self.references.T
@@ -194,15 +201,18 @@ class PhotoMatch:
     def explained(self) -> np.ndarray:
         """(F,): faces that a member who is not DNP explains: matched to them, and more similar to them than to any
         DNP member by `Thresholds.explained_lead`. Such a face is that member's, so reaching a DNP member blurs it
-        nowhere; an unsure face is never explained, and a DNP member nobody can recognise still blurs every face."""
+        nowhere; an unsure face is never explained, and a DNP member nobody can recognise still blurs every face.
+        A member whose selfie itself reaches a DNP member's at `blur` explains nothing: it could be the DNP member's
+        face, sent as someone else's selfie to unblur them."""
         lead = self.thresholds.explained_lead
         dnp = self.candidates.dnp
         explained = np.zeros(len(self.faces), dtype=bool)
         if lead is None or not dnp.any():
             return explained
         index = {user: column for column, user in enumerate(self.candidates.user_ids)}
+        vouches = ~dnp & ~self.candidates.reaching_dnp(self.thresholds.blur)
         for row, (user, similarity) in enumerate(self.best()):
-            if user is not None and not dnp[index[user]]:
+            if user is not None and vouches[index[user]]:
                 explained[row] = similarity - self.similarity[row, dnp].max() >= lead
         return explained & ~self.unsure
 

@@ -26,6 +26,9 @@ class Pairs:
     similarity: np.ndarray  # (P, M)
     genuine: np.ndarray  # (P, M) bool: the probe is the member, and not the member's reference photo
     stranger: np.ndarray  # (P, M) bool: the probe is someone else
+    # (M, M): how near each member's references come to each other's (the best pair); None: not known (no member's
+    # selfie is taken for another's: faces.people.Candidates.reaching_dnp).
+    between: np.ndarray | None = None
 
     @classmethod
     def of(cls, probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> "Pairs":
@@ -44,18 +47,22 @@ class Pairs:
         is_reference = np.array([[one.image in own for own in images] for one in probes], dtype=bool).reshape(
             len(probes), len(members)
         )
-        return cls(probes, members, similarity, same & ~is_reference, ~same)
+        references = [np.array([one.embedding for one in chosen[member]], dtype=np.float32) for member in members]
+        between = np.array([[float((a @ b.T).max()) for b in references] for a in references]).reshape(len(members), -1)
+        return cls(probes, members, similarity, same & ~is_reference, ~same, between)
 
     def subset(self, rows: np.ndarray) -> "Pairs":
         """The pairs of the probes `rows` selects (a bool mask over the probes)."""
         probes = [one for one, keep in zip(self.probes, rows, strict=True) if keep]
-        return Pairs(probes, self.members, self.similarity[rows], self.genuine[rows], self.stranger[rows])
+        return Pairs(probes, self.members, self.similarity[rows], self.genuine[rows], self.stranger[rows], self.between)
 
     def leaving_out(self, images: set) -> "Pairs":
         """The pairs with no photo of `images` counted as a member's own face (every reference photo of a
         comparison, so that one and several references are tried on the same faces)."""
         kept = np.array([one.image not in images for one in self.probes], dtype=bool)
-        return Pairs(self.probes, self.members, self.similarity, self.genuine & kept[:, None], self.stranger)
+        return Pairs(
+            self.probes, self.members, self.similarity, self.genuine & kept[:, None], self.stranger, self.between
+        )
 
     def within(self, people: set[str]) -> "Pairs":
         """The pairs among `people` alone (group_ strangers stay): for thresholds chosen on some people and
@@ -64,9 +71,9 @@ class Pairs:
         columns = np.array([member in people for member in self.members], dtype=bool)
         kept = self.subset(rows)
         members = [member for member, keep in zip(self.members, columns, strict=True) if keep]
-        return Pairs(
-            kept.probes, members, *(part[:, columns] for part in (kept.similarity, kept.genuine, kept.stranger))
-        )
+        between = None if self.between is None else self.between[columns][:, columns]
+        parts = (part[:, columns] for part in (kept.similarity, kept.genuine, kept.stranger))
+        return Pairs(kept.probes, members, *parts, between)
 
     @cached_property
     def head_turn(self) -> np.ndarray:
@@ -107,11 +114,16 @@ def blurred(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
 def explained(pairs: Pairs, thresholds: Thresholds, dnp) -> np.ndarray:
     """(P,) bool: the probes that a member outside `dnp` (column indexes: the event's DNP members) explains, where
     every other person of the set is a member of the event with their reference: matched to one of them, and more
-    similar to them than to any DNP member by `explained_lead` (faces.people.PhotoMatch.explained)."""
+    similar to them than to any DNP member by `explained_lead`, their own selfie not reaching any DNP member's at
+    `blur` (faces.people.PhotoMatch.explained)."""
     lead = thresholds.explained_lead
     if lead is None or thresholds.match is None:
         return np.zeros(len(pairs.probes), dtype=bool)
-    others = np.delete(pairs.similarity, dnp, axis=1).max(axis=1, initial=-1.0)
+    vouching = np.ones(len(pairs.members), dtype=bool)
+    vouching[dnp] = False
+    if pairs.between is not None:
+        vouching &= pairs.between[:, dnp].max(axis=1) < thresholds.blur
+    others = pairs.similarity[:, vouching].max(axis=1, initial=-1.0)
     match_at = np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
     too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
     lead_over_dnp = others - pairs.similarity[:, dnp].max(axis=1)
