@@ -13,7 +13,7 @@
 - `match`: above every stranger pair of the measurement by `match_margin`, rounded up to `match_step` (a match
   names a person: it must not name a stranger).
 - `explained_lead`: `match`'s rule on how far another member's reference ever leads a member's own on their own
-  faces (`explained_lead`): a face explained by a member who is not DNP is blurred for no DNP member.
+  faces (`highest_lead`): a face explained by a member who is not DNP is blurred for no DNP member.
 - `cluster`, then `cluster_merge`: measured on the clusters themselves (faces.measurement.people.recommended_cluster):
   the loosest threshold at which the worker's clusters of the set's events stay pure, one step stricter.
 

@@ -123,11 +123,13 @@ def explained(pairs: Pairs, thresholds: Thresholds, dnp) -> np.ndarray:
     vouching[dnp] = False
     if pairs.between is not None:
         vouching &= pairs.between[:, dnp].max(axis=1) < thresholds.blur
-    others = pairs.similarity[:, vouching].max(axis=1, initial=-1.0)
+    # As the worker: the member a probe is matched to is its most similar one, who must vouch.
+    matched = pairs.similarity.argmax(axis=1)
+    best = pairs.similarity.max(axis=1)
     match_at = np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
     too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
-    lead_over_dnp = others - pairs.similarity[:, dnp].max(axis=1)
-    return (others >= match_at) & (lead_over_dnp >= lead) & ~too_poor
+    lead_over_dnp = best - pairs.similarity[:, dnp].max(axis=1)
+    return vouching[matched] & (best >= match_at) & (lead_over_dnp >= lead) & ~too_poor
 
 
 def blurred_among_members(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
