@@ -4,7 +4,7 @@ the one place that sets and clears `photos.processed_at` (rule 1).
 A render plans its files first (`plan_files`): the public file and one per DNP member matched, each with the faces it
 blurs; `render_plan` is what photos.render_plan keeps of them, and hide-first compares it with what a render would
 plan now (faces/exposure.py). The files go to storage (faces/rendering/files.py), whose outages are told apart from a
-job's own failure here (`storage_down`).
+job's own failure here (`storage_down`; `storage_unusable` also when storage refuses the worker's keys).
 
 A photo is public while processed_at is set. A render publishes it once every file is in storage, writing the row's
 new version, size, kind, keys and plan in the same UPDATE; three things take it out of the feed until a later render
@@ -100,14 +100,34 @@ def unpublish(photos: QuerySet) -> int:
 def storage_down(error: BaseException) -> bool:
     """Whether `error` says storage cannot be reached or failed on its side: an outage (jobqueue/outage.py), not
     the job's failure. A refused or reset connection, a timeout, a 5xx answer; not a 4xx (a missing object, a
-    denied key: the request's own fault, which no wait mends)."""
+    denied request: the request's own fault, unless storage refuses the worker itself: `storage_unusable`)."""
     # Refused and timed-out connections (ConnectionError), and a connection lost while reading (HTTPClientError).
     if isinstance(error, botocore.exceptions.ConnectionError | botocore.exceptions.HTTPClientError):
         return True
     if isinstance(error, botocore.exceptions.ClientError):
-        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
-        return status >= 500 or str(error.response.get("Error", {}).get("Code")) in _SERVICE_CODES
+        return _status(error) >= 500 or str(error.response.get("Error", {}).get("Code")) in _SERVICE_CODES
     return False
+
+
+def storage_unusable(error: BaseException) -> bool:
+    """Storage's outage as the consumer waits it out (faces/apps.py): `storage_down`, or a refusal (401, 403) that
+    the probe meets too. Then storage refuses the worker itself (its keys revoked, mistyped or made read-only): no
+    job is at fault and every job would fail alike, so they wait for the operator's fix instead of being archived.
+    A refusal of one object alone, while the probe is answered, stays that job's failure. (A HEAD, as a read's
+    first request, gets a bare 403 without a code, so the probe is what tells the two apart.)"""
+    if storage_down(error):
+        return True
+    if not (isinstance(error, botocore.exceptions.ClientError) and _status(error) in (401, 403)):
+        return False
+    try:
+        probe_storage()
+    except Exception:
+        return True
+    return False
+
+
+def _status(error: botocore.exceptions.ClientError) -> int:
+    return error.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
 
 
 def round_trip(key: str, payload: bytes, storage: Storage = default_storage) -> bytes:

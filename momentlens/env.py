@@ -2,6 +2,7 @@
 line naming the variable (manage.py prints it), never a traceback from deep inside a library."""
 
 import logging
+import math
 import os
 
 from django.core.exceptions import ImproperlyConfigured
@@ -15,8 +16,14 @@ def integer(name: str, default: int, *, least: int | None = None, most: int | No
     return _number(name, default, int, "a whole number", least, most)
 
 
-def number(name: str, default: float, *, least: float | None = None) -> float:
-    return _number(name, default, float, "a number", least, None)
+def number(name: str, default: float, *, least: float | None = None, most: float | None = None) -> float:
+    return _number(name, default, float, "a number", least, most)
+
+
+def names(name: str, default: str) -> list[str]:
+    """A comma-separated list, each name stripped; a stray comma or space names nothing (empty: the default)."""
+    listed = [one.strip() for one in os.environ.get(name, "").split(",") if one.strip()]
+    return listed or [one.strip() for one in default.split(",")]
 
 
 def choice(name: str, default: str, choices) -> str:
@@ -41,6 +48,9 @@ def _number(name: str, default, kind, described: str, least, most):
         value = kind(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r}: not {described}") from None
+    # float() also reads "nan", "inf" and 1e400, which no wait or limit means.
+    if kind is float and not math.isfinite(value):
+        raise ImproperlyConfigured(f"{name}={raw!r}: not a finite number")
     if (least is not None and value < least) or (most is not None and value > most):
         bounds = f"at least {least}" if most is None else f"from {least} to {most}"
         raise ImproperlyConfigured(f"{name}={raw!r}: must be {bounds}")

@@ -72,7 +72,7 @@ FACE_MODEL_PACKS = ("buffalo_s", "buffalo_l")
 FACE_MODEL_PACK = env.choice("FACE_MODEL_PACK", "buffalo_s", FACE_MODEL_PACKS)
 FACE_MODEL_ROOT = Path(os.environ.get("FACE_MODEL_ROOT", VAR_DIR / "models"))
 # Leave a core for the API, Postgres and nginx on the same machine.
-ORT_INTRA_OP_THREADS = env.integer("ORT_INTRA_OP_THREADS", max(1, (os.cpu_count() or 2) - 1), least=1)
+ORT_INTRA_OP_THREADS = env.integer("ORT_INTRA_OP_THREADS", max(1, (os.cpu_count() or 2) - 1), least=1, most=1024)
 
 LOGGING = {
     "version": 1,
@@ -90,22 +90,26 @@ LOGGING = {
 # The consumer (jobqueue.worker.WorkerConfig). Tests shorten the waits.
 # Readers that may read the queue at once, one slot (session advisory lock) each; every
 # worker on the queue must have the same value. 1: the one reader of ARCHITECTURE.md §4.
-WORKER_READER_SLOTS = env.integer("WORKER_READER_SLOTS", 1, least=1)
+# At most 100: each slot is a lock a waiting worker tries in turn.
+WORKER_READER_SLOTS = env.integer("WORKER_READER_SLOTS", 1, least=1, most=100)
 # A read hides a message this long; the heartbeat renews it every third of it while the job runs.
 # With several readers it is how soon a dead reader's message comes back, so it is short.
+# At most a day: pgmq keeps it in whole seconds of a 32-bit integer.
 WORKER_VISIBILITY_TIMEOUT_S = env.integer(
-    "WORKER_VISIBILITY_TIMEOUT_S", 600 if WORKER_READER_SLOTS == 1 else 60, least=1
+    "WORKER_VISIBILITY_TIMEOUT_S", 600 if WORKER_READER_SLOTS == 1 else 60, least=1, most=86_400
 )
 WORKER_RETRY_BACKOFF_S = env.number("WORKER_RETRY_BACKOFF_S", 5.0, least=0)
 WORKER_LOCK_RETRY_S = env.number("WORKER_LOCK_RETRY_S", 5.0, least=0)
-WORKER_IDLE_POLL_S = env.number("WORKER_IDLE_POLL_S", 1.0, least=0)
+# At most 2 s: an idle reader reads a Do Not Publish change only at its next poll, and the change must hold
+# within 5 s of its send (docs/ARCHITECTURE.md §9).
+WORKER_IDLE_POLL_S = env.number("WORKER_IDLE_POLL_S", 1.0, least=0, most=2.0)
 WORKER_DB_RECOVERY_S = env.number("WORKER_DB_RECOVERY_S", 300.0, least=0)
 # While idle, the worker retries sweeps that failed (storage blip) this often, and sweeps
 # all of storage (crash leftovers, deleted photos and events) this often; 0 turns one off.
 WORKER_SWEEP_RETRY_S = env.number("WORKER_SWEEP_RETRY_S", 60.0, least=0)
 WORKER_FULL_SWEEP_S = env.number("WORKER_FULL_SWEEP_S", 21600.0, least=0)
 # onnxruntime execution providers for the InsightFace engine, in preference order.
-ORT_PROVIDERS = os.environ.get("ORT_PROVIDERS", "CPUExecutionProvider").split(",")
+ORT_PROVIDERS = env.names("ORT_PROVIDERS", "CPUExecutionProvider")
 
 # How much of an upload the worker takes on (faces.media.upload.MediaLimits): beyond any of these
 # limits the message is archived on its first try and the photo stays unpublished.

@@ -15,7 +15,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 
 from faces.models import EventMember, Photo
-from faces.publication import probe_storage, storage_down
+from faces.publication import probe_storage, storage_down, storage_unusable
 from jobqueue import reporting
 from momentlens.devservices import samples
 from momentlens.devservices.pixels import difference, face_core
@@ -31,19 +31,25 @@ from tests.support.worker_health import health
 pytestmark = pytest.mark.usefixtures("live_db", "s3_media_storage", "fast_retries", "test_thresholds")
 
 OUTAGE_S = 120
+# The server's secret while it refuses the worker's keys (revoked, mistyped).
+ROTATED_SECRET = "a-rotated-secret"
 
 
 class Outage(threading.Thread):
     """Keeps the S3 server stopped for `seconds` (from now), then starts it again; meanwhile reads /health once
-    the worker says it waits, and runs `during` (a check made while storage is down)."""
+    the worker says it waits, and runs `during` (a check made while storage is down). `refusing_keys`: the server
+    runs meanwhile, refusing the worker's keys, as storage does once they are revoked or mistyped."""
 
-    def __init__(self, seaweed, seconds: float, port: int, during=None):
+    def __init__(self, seaweed, seconds: float, port: int, during=None, *, refusing_keys: bool = False):
         super().__init__(daemon=True)
         self.seaweed, self.seconds, self.port, self.during = seaweed, seconds, port, during
         self.health: tuple[int, dict] = (0, {})
         self.failure: BaseException | None = None
         self.back_at = 0.0
+        self.workers_secret = seaweed.secret_key
         seaweed.stop()
+        if refusing_keys:
+            restarted_with(seaweed, ROTATED_SECRET)
         self.began = time.monotonic()
 
     def run(self) -> None:
@@ -59,8 +65,15 @@ class Outage(threading.Thread):
         finally:
             connection.close()
             time.sleep(max(0.0, self.began + self.seconds - time.monotonic()))
-            self.seaweed.start()
+            restarted_with(self.seaweed, self.workers_secret)
             self.back_at = time.monotonic()
+
+
+def restarted_with(seaweed, secret_key: str) -> None:
+    """The S3 server (stopped or not) running again, accepting `secret_key` alone."""
+    seaweed.stop()
+    seaweed.secret_key = secret_key
+    seaweed.start()
 
 
 @pytest.fixture
@@ -72,11 +85,16 @@ def reports(monkeypatch) -> dict:
     return sent
 
 
-def drain_with_health(port: int) -> float:
+def drained_through(outage: Outage, port: int) -> float:
+    """The queue drained by the worker (its /health on `port`) while `outage` runs its course; when it ended."""
     from django.core.management import call_command
 
+    outage.start()
     call_command("run_worker", "--drain", "--health-port", str(port))
-    return time.monotonic()
+    drained_at = time.monotonic()
+    outage.join(outage.seconds + 30)
+    assert outage.failure is None, outage.failure
+    return drained_at
 
 
 def test_two_minutes_without_storage_archive_nothing_and_everything_is_published_after(
@@ -93,11 +111,8 @@ def test_two_minutes_without_storage_archive_nothing_and_everything_is_published
     port = free_port()
 
     outage = Outage(seaweed, OUTAGE_S, port)
-    outage.start()
-    drained_at = drain_with_health(port)
-    outage.join(OUTAGE_S + 30)
+    drained_at = drained_through(outage, port)
 
-    assert outage.failure is None, outage.failure
     status, body = outage.health
     assert status == 503
     assert (body["status"], body["waiting_for"]) == ("waiting_for_storage", "storage")
@@ -126,12 +141,8 @@ def test_a_dnp_change_hides_during_the_outage_and_renders_once_storage_is_back(s
         hidden.append(Photo.objects.get(id=photo.id).processed_at is None)
 
     port = free_port()
-    outage = Outage(seaweed, 20, port, during=hidden_while_storage_is_down)
-    outage.start()
-    drain_with_health(port)
-    outage.join(60)
+    drained_through(Outage(seaweed, 20, port, during=hidden_while_storage_is_down), port)
 
-    assert outage.failure is None, outage.failure
     assert hidden == [True], "the hide needs the database alone"
     photo.refresh_from_db()
     assert photo.processed_at is not None
@@ -139,6 +150,42 @@ def test_a_dnp_change_hides_during_the_outage_and_renders_once_storage_is_back(s
     public, upload = read_image(photo.public_key), read_image(photo.upload_key)
     assert difference(face_core(public, guest_face), face_core(upload, guest_face)) > 10, "blurred once back"
     assert archived() == {}
+
+
+def test_storage_refusing_the_workers_keys_is_waited_out_and_archives_nothing(seaweed, group, reports):
+    """Revoked or mistyped keys are no job's fault and every job would fail alike: a refusal that the probe meets too
+    is waited out as an outage (faces.publication.storage_unusable), not three failed tries and an archive per job."""
+    event = factories.event()
+    photos = [factories.photo(event, picture) for picture in (group, samples.tom_hanks())]
+    for photo in photos:
+        send({"job": "face_process", "photo_id": str(photo.id)})
+    port = free_port()
+
+    outage = Outage(seaweed, 20, port, refusing_keys=True)
+    drained_through(outage, port)
+
+    status, body = outage.health
+    assert (status, body["waiting_for"]) == (503, "storage")
+    assert archived() == {}, "the worker's keys refused: no job's failed try"
+    assert all(Photo.objects.get(id=photo.id).processed_at is not None for photo in photos)
+    assert len(reports["outage"]) == 1
+    assert reports["final"] == []
+
+
+def test_a_refusal_of_one_object_while_the_probe_is_answered_stays_the_jobs_failure(seaweed):
+    """A HEAD (a read's first request) refused gets a bare 403: only the probe tells a refused object from refused
+    keys."""
+    refused = botocore.exceptions.ClientError(
+        {"Error": {"Code": "403", "Message": "Forbidden"}, "ResponseMetadata": {"HTTPStatusCode": 403}}, "HeadObject"
+    )
+    assert not storage_down(refused), "no outage by itself"
+    assert not storage_unusable(refused), "the probe is answered: the object's refusal is the job's"
+    workers_secret = seaweed.secret_key
+    restarted_with(seaweed, ROTATED_SECRET)
+    try:
+        assert storage_unusable(refused), "the probe is refused too: storage refuses the worker"
+    finally:
+        restarted_with(seaweed, workers_secret)
 
 
 def test_a_storage_that_hangs_is_an_outage_known_within_seconds(seaweed):

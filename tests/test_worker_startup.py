@@ -85,7 +85,7 @@ def test_no_reader_slot_stops_the_worker_at_startup_instead_of_waiting_forever(e
     assert spawn_worker(env, "--drain", log_path=log).wait(60) == 2
     text = log.read_text()
     assert "event=worker_died" in text
-    assert "WORKER_READER_SLOTS='0': must be at least 1" in text
+    assert "WORKER_READER_SLOTS='0': must be from 1 to 100" in text
     assert "event=queue_lock" not in text
 
 
