@@ -10,7 +10,7 @@ class FacesConfig(AppConfig):
 
         from faces import checks
         from faces.engines import FACE_ENGINE, ResidentEngine
-        from faces.publication import probe_storage, storage_down
+        from faces.publication import probe_storage, storage_unusable
         from jobqueue.api import WORKER, WORKER_START, register_dependency, register_health_field, register_startup
 
         for check in (checks.pgvector, checks.storage):
@@ -24,5 +24,6 @@ class FacesConfig(AppConfig):
         self.engine = ResidentEngine()
         register_startup(FACE_ENGINE, self.engine)
         register_health_field("engine", self.engine.loaded)
-        # A try that meets storage's outage is waited out, not counted (jobqueue/outage.py).
-        register_dependency("storage", storage_down, probe_storage)
+        # A try that meets storage's outage, or storage refusing the worker's keys, is waited out, not counted
+        # (jobqueue/outage.py).
+        register_dependency("storage", storage_unusable, probe_storage)
