@@ -31,6 +31,9 @@ def test_systemd_accepts_the_unit(tmp_path):
     assert "ExecStartPre=" in unit
     assert "worker_check" in unit
     assert "Restart=always" in unit
+    # An outage longer than WORKER_DB_RECOVERY_S fails every start until it ends: a start limit would leave no worker.
+    assert "StartLimitIntervalSec=0" in unit
+    assert "StartLimitBurst" not in unit
 
 
 def nginx_binary() -> str | None:
