@@ -12,7 +12,8 @@ whose files would blur a face, or a region, that its current files do not (photo
 unpublished at once. Its render, sent first (`jobqueue.enqueue.enqueue_unless_waiting(first=True)`),
 publishes it again. A false hide only delays a photo by one render; a missed one is a published face, so
 wherever the worker cannot tell (thresholds not measured, a DNP member with no usable reference), every
-published photo with a face is a candidate, and its render plan decides.
+published photo with a face is a candidate, and its render plan decides; and a published photo that no face
+pass has looked at (thumbnail_dims published it while nobody was DNP) is hidden, its render detecting first.
 """
 
 import json
@@ -42,12 +43,29 @@ def hide_exposed(event_id) -> list[uuid.UUID]:
         return []
     engines = _engines(event_id)
     candidates = {photo_id for engine in engines for photo_id in _candidates(event_id, engine, dnp)}
+    candidates |= set(_never_looked_at(event_id))
     photos = list(Photo.objects.select_for_update().filter(id__in=candidates).order_by("created_at", "id"))
     faces = _faces_of([photo.id for photo in photos if photo.processed_at is not None])
     members = {engine: Candidates.for_event(event_id, engine) for engine in engines}
-    exposed = [photo.id for photo in photos if photo.id in faces and shows_less_blur(photo, faces[photo.id], members)]
+    exposed = [photo.id for photo in photos if _exposed(photo, faces, members)]
     unpublish(Photo.objects.filter(id__in=exposed))
     return exposed
+
+
+def _exposed(photo: Photo, faces: dict, members: dict) -> bool:
+    """Whether a candidate (locked, read again) shows less blur than its files must now: a published photo that no
+    face pass has looked at (thumbnail_dims published it while the event had no DNP member) may show anyone."""
+    if photo.processed_at is None:
+        return False
+    if photo.faces_detected_at is None:
+        return True
+    return photo.id in faces and shows_less_blur(photo, faces[photo.id], members)
+
+
+def _never_looked_at(event_id) -> list:
+    """The event's published photos without a face pass: no stored face can say whom they show."""
+    published = Photo.objects.filter(event_id=event_id, processed_at__isnull=False, faces_detected_at__isnull=True)
+    return list(published.values_list("id", flat=True))
 
 
 def shows_less_blur(photo: Photo, faces: list | None = None, members: dict | None = None) -> bool:

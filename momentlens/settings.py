@@ -101,8 +101,9 @@ WORKER_VISIBILITY_TIMEOUT_S = env.integer(
 WORKER_RETRY_BACKOFF_S = env.number("WORKER_RETRY_BACKOFF_S", 5.0, least=0)
 WORKER_LOCK_RETRY_S = env.number("WORKER_LOCK_RETRY_S", 5.0, least=0)
 # At most 2 s: an idle reader reads a Do Not Publish change only at its next poll, and the change must hold
-# within 5 s of its send (docs/ARCHITECTURE.md §9).
-WORKER_IDLE_POLL_S = env.number("WORKER_IDLE_POLL_S", 1.0, least=0, most=2.0)
+# within 5 s of its send (docs/ARCHITECTURE.md §9). At least 0.05 s: a reader polling faster (0 would not wait
+# at all) only loads the database it shares with the API.
+WORKER_IDLE_POLL_S = env.number("WORKER_IDLE_POLL_S", 1.0, least=0.05, most=2.0)
 WORKER_DB_RECOVERY_S = env.number("WORKER_DB_RECOVERY_S", 300.0, least=0)
 # While idle, the worker retries sweeps that failed (storage blip) this often, and sweeps
 # all of storage (crash leftovers, deleted photos and events) this often; 0 turns one off.
@@ -121,7 +122,8 @@ MEDIA_MAX_STILL_BYTES = env.integer("MEDIA_MAX_STILL_BYTES", 80 * 1024 * 1024, l
 MEDIA_MAX_STILL_PIXELS = env.integer("MEDIA_MAX_STILL_PIXELS", 120_000_000, least=1)
 # Animated images and videos (docs/ARCHITECTURE.md §11, `media_too_large`).
 MEDIA_MAX_FRAMES = env.integer("MEDIA_MAX_FRAMES", 1800, least=1)
-MEDIA_MAX_DURATION_S = env.number("MEDIA_MAX_DURATION_S", 60.0, least=0)
+# At least a second: 0 would refuse every clip and animation (it does not mean "no limit").
+MEDIA_MAX_DURATION_S = env.number("MEDIA_MAX_DURATION_S", 60.0, least=1)
 MEDIA_MAX_FRAME_PIXELS = env.integer("MEDIA_MAX_FRAME_PIXELS", 3840 * 2160, least=1)
 # An animated image is held in memory whole (the WebP encoder takes every frame at once):
 # all its frames together, in pixels.

@@ -80,6 +80,30 @@ def test_the_hide_commits_with_the_jobs_delete_and_its_renders_come_first(event_
     assert all(m["job"] == "reprocess" for m in hidden_renders)
 
 
+def test_a_photo_published_without_a_face_pass_hides_at_a_dnp_change_and_is_rendered_first(event_with_guest, group):
+    """thumbnail_dims publishes a photo as uploaded, without looking for faces, while nobody is DNP: no stored face
+    can say whom it shows, so a DNP change hides it with the others, and its render (sent first) detects."""
+    event, guest, (with_1, with_2, _) = event_with_guest
+    unseen = factories.photo(event, group)
+    send({"job": "thumbnail_dims", "photo_id": str(unseen.id)})
+    run_worker_drain()
+    unseen.refresh_from_db()
+    assert (unseen.public_key, unseen.faces_detected_at) == (unseen.upload_key, None), "published as uploaded"
+    send({"job": "face_process", "photo_id": str(factories.photo(event, group).id)})  # ordinary work queued before
+    set_dnp(event, guest, True)
+
+    call_command("run_worker", "--once", "--health-port", "0")  # the change, read first
+
+    unseen.refresh_from_db()
+    assert unseen.processed_at is None, "hidden at once"
+    first = {m["photo_id"] for m in waiting_messages() if m.get("first")}
+    assert first == {str(with_1.id), str(with_2.id), str(unseen.id)}, "its render comes before ordinary work"
+    run_worker_drain()
+    unseen.refresh_from_db()
+    assert unseen.processed_at is not None
+    assert_guest_blurred(unseen, blurred=True)
+
+
 def test_a_failed_hide_rolls_back_with_its_try(event_with_guest, monkeypatch):
     """The hide is in the job's transaction: a try that fails after it leaves every photo published."""
     from faces.jobs import photo_jobs

@@ -53,7 +53,8 @@ BAD_SETTINGS = [
     ("WORKER_IDLE_POLL_S", "x", "WORKER_IDLE_POLL_S='x': not a number"),
     ("WORKER_IDLE_POLL_S", "nan", "WORKER_IDLE_POLL_S='nan': not a finite number"),
     # An idle reader polling every 30 s would leave a Do Not Publish change unread past its window.
-    ("WORKER_IDLE_POLL_S", "30", "WORKER_IDLE_POLL_S='30': must be from 0 to 2.0"),
+    ("WORKER_IDLE_POLL_S", "30", "WORKER_IDLE_POLL_S='30': must be from 0.05 to 2.0"),
+    ("WORKER_IDLE_POLL_S", "0", "WORKER_IDLE_POLL_S='0': must be from 0.05 to 2.0"),
     ("WORKER_RETRY_BACKOFF_S", "1e400", "WORKER_RETRY_BACKOFF_S='1e400': not a finite number"),
     ("WORKER_READER_SLOTS", "1" + "0" * 400, "0': must be from 1 to 100"),
     ("WORKER_VISIBILITY_TIMEOUT_S", "3000000000", "WORKER_VISIBILITY_TIMEOUT_S='3000000000': must be from 1 to 86400"),
@@ -65,6 +66,7 @@ BAD_SETTINGS = [
     ("MEDIA_MAX_UPLOAD_BYTES", "1e9", "MEDIA_MAX_UPLOAD_BYTES='1e9': not a whole number"),
     ("MEDIA_MAX_FRAMES", "0", "MEDIA_MAX_FRAMES='0': must be at least 1"),
     ("MEDIA_MAX_DURATION_S", "long", "MEDIA_MAX_DURATION_S='long': not a number"),
+    ("MEDIA_MAX_DURATION_S", "0", "MEDIA_MAX_DURATION_S='0': must be at least 1"),
     ("MEDIA_MAX_FRAME_PIXELS", "4k", "MEDIA_MAX_FRAME_PIXELS='4k': not a whole number"),
     ("MEDIA_MAX_ANIMATION_PIXELS", "0", "MEDIA_MAX_ANIMATION_PIXELS='0': must be at least 1"),
     ("MEDIA_MAX_STILL_PIXELS", "120MP", "MEDIA_MAX_STILL_PIXELS='120MP': not a whole number"),
