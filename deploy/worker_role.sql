@@ -159,7 +159,8 @@ END
 $$;
 
 -- Needs no grant (PUBLIC has these in every PostgreSQL): pg_try_advisory_lock and
--- pg_advisory_unlock (the reader lock), the pg_locks view (its holder, for the log and
+-- pg_advisory_unlock (the reader lock), pg_advisory_lock_shared and pg_advisory_unlock_shared
+-- (the reader's count of slots), the pg_locks view (its holder, for the log and
 -- queue_status), set_config/current_setting/pg_backend_pid (application_name, the
 -- session probe), pg_extension and information_schema (worker_check), pgvector's
 -- type, operators and functions.

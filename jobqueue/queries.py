@@ -27,6 +27,17 @@ READER_LOCK_KEY = 0x4D4C4A51
 
 TRY_READER_LOCK = "SELECT pg_try_advisory_lock(%s)"
 RELEASE_READER_LOCK = "SELECT pg_advisory_unlock(%s)"
+# A reader holds its slot under its count of slots (WORKER_READER_SLOTS), shown to the others as a shared session
+# lock on two int4 keys, "MLRS" and the count: a worker whose count differs sees it (jobqueue/session.py).
+SLOT_COUNT_LOCK = 0x4D4C5253
+HOLD_SLOT_COUNT = "SELECT pg_advisory_lock_shared(%s, %s)"
+RELEASE_SLOT_COUNT = "SELECT pg_advisory_unlock_shared(%s, %s)"
+OTHER_SLOT_COUNTS = """
+    SELECT DISTINCT objid::bigint FROM pg_locks
+    WHERE locktype = 'advisory' AND granted AND objsubid = 2
+      AND classid = %s::bigint::oid AND objid::bigint <> %s
+    ORDER BY 1
+"""
 # The application_name prefix of a reader's heartbeat connection (jobqueue/heartbeat.py).
 HEARTBEAT_NAME = "momentlens-worker heartbeat"
 # Who holds which slot, and what its heartbeat connection says it is working on.
@@ -225,6 +236,20 @@ def try_reader_lock(cursor, slot: int = 0) -> bool:
 def release_reader_lock(cursor, slot: int = 0) -> bool:
     cursor.execute(RELEASE_READER_LOCK, [READER_LOCK_KEY + slot])
     return cursor.fetchone()[0]
+
+
+def hold_slot_count(cursor, slots: int) -> None:
+    cursor.execute(HOLD_SLOT_COUNT, [SLOT_COUNT_LOCK, slots])
+
+
+def release_slot_count(cursor, slots: int) -> None:
+    cursor.execute(RELEASE_SLOT_COUNT, [SLOT_COUNT_LOCK, slots])
+
+
+def other_slot_counts(cursor, slots: int) -> list[int]:
+    """The counts of slots that readers holding a slot now read with, other than `slots`."""
+    cursor.execute(OTHER_SLOT_COUNTS, [SLOT_COUNT_LOCK, slots])
+    return [count for (count,) in cursor.fetchall()]
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,28 @@ class ReaderSessionConfig:
 READER_SESSION = ReaderSessionConfig()
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """Why a reader waits for a slot: its log line's level and fields (one line each time the reason changes)."""
+
+    level: int
+    fields: dict
+
+    @classmethod
+    def taken_by_other(cls, slots: int, holders: str) -> "Waiting":
+        return cls(logging.INFO, {"outcome": "taken_by_other", "holder_backend_pid": holders, "slots": slots})
+
+    @classmethod
+    def slots_differ(cls, slots: int, theirs: list[int]) -> "Waiting":
+        fields = {
+            "outcome": "slots_differ",
+            "slots": slots,
+            "readers_slots": ",".join(map(str, theirs)),
+            "fix": "set the same WORKER_READER_SLOTS on every worker",
+        }
+        return cls(logging.ERROR, fields)
+
+
 class WorkerDied(Exception):
     """The loop cannot go on: the process exits non-zero so that systemd restarts it."""
 
@@ -68,13 +90,13 @@ class ReaderSession:
 
         False when asked to stop first; WorkerDied when the database stays unreachable past deadline.
         """
-        announced = probed = False
+        announced, probed = None, False
         delay = self._config.reconnect_first_s
         self.state.update(phase="waiting_for_lock")
         while not self._stop.is_set():
             try:
                 probed = probed or self._session_kept()
-                holder = self._try_take()
+                waiting = self._try_take()
             except DatabaseError as error:
                 connection.close()
                 if time.monotonic() > deadline:
@@ -83,19 +105,11 @@ class ReaderSession:
                 self._stop.wait(delay)
                 delay = min(delay * 2, self._config.reconnect_max_s)
                 continue
-            if holder is None:
+            if waiting is None:
                 return True
-            if not announced:
-                log.info(
-                    "queue_lock",
-                    extra={
-                        "outcome": "taken_by_other",
-                        "holder_backend_pid": holder,
-                        "slots": self.slots,
-                        "retry_s": self._lock_retry_s,
-                    },
-                )
-                announced = True
+            if waiting != announced:
+                log.log(waiting.level, "queue_lock", extra={**waiting.fields, "retry_s": self._lock_retry_s})
+                announced = waiting
             self._stop.wait(self._lock_retry_s)
         return False
 
@@ -107,13 +121,19 @@ class ReaderSession:
             raise WorkerDied(f"{problem[1]}: {checks.SESSION_FIX}")
         return True
 
-    def _try_take(self) -> str | None:
-        """None once a slot is ours; else the backend pids holding the slots, comma-separated."""
+    def _try_take(self) -> "Waiting | None":
+        """None once a slot is ours; else why this reader waits."""
         with connection.cursor() as cursor:
             queries.set_application_name(cursor, APPLICATION_NAME)
+            if theirs := queries.other_slot_counts(cursor, self.slots):
+                # One slot's reader takes over every hidden message, and vt and preemption follow the count: a
+                # worker set otherwise than the readers already there would run their messages beside them.
+                return Waiting.slots_differ(self.slots, theirs)
             slot = next((slot for slot in range(self.slots) if queries.try_reader_lock(cursor, slot)), None)
             if slot is None:
-                return ",".join(str(held.pid) for held in queries.reader_slots(cursor, self.slots) if held.pid)
+                held = queries.reader_slots(cursor, self.slots)
+                return Waiting.taken_by_other(self.slots, ",".join(str(one.pid) for one in held if one.pid))
+            queries.hold_slot_count(cursor, self.slots)
             # With one slot, a message hidden by a read is a stopped reader's; with more, it may be running.
             reset = queries.make_abandoned_visible(cursor) if self.slots == 1 else None
         self.slot = slot
@@ -146,6 +166,7 @@ class ReaderSession:
             try:
                 with connection.cursor() as cursor:
                     queries.release_reader_lock(cursor, self.slot)
+                    queries.release_slot_count(cursor, self.slots)
             except DatabaseError:
                 pass  # a dead session holds no lock
         connection.close()

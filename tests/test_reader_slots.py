@@ -96,6 +96,29 @@ def test_a_heartbeat_that_lost_its_connection_names_the_job_again(spawn, setting
     wait_for(lambda: beats() and beats() != killed, timeout=5)
 
 
+def test_a_worker_set_to_another_count_of_slots_waits_while_the_readers_there_read(spawn):
+    """One slot's reader takes over every hidden message as a stopped reader's: beside a reader of two slots it would
+    run that reader's message again. A worker whose WORKER_READER_SLOTS differs from the readers' waits, saying so,
+    and reads once they are gone."""
+    first, first_log = spawn("two_slots")
+    wait_for(lambda: taken(first_log))
+    second, second_log = spawn("one_slot", WORKER_READER_SLOTS=1)
+    wait_for(lambda: "outcome=slots_differ" in second_log.read_text())
+    line = next(line for line in second_log.read_text().splitlines() if "outcome=slots_differ" in line)
+    assert "level=ERROR" in line
+    assert "slots=1 readers_slots=2" in line
+    msg_id = send(job("test_record", seconds=0.1))
+    wait_for(lambda: not queue_rows())
+    assert f"msg_id={msg_id}" in first_log.read_text()
+    assert not taken(second_log), "the reader there reads alone"
+    assert stop_workers(first) == [0]
+    wait_for(lambda: taken(second_log), timeout=30)
+    third, third_log = spawn("two_slots_again")
+    wait_for(lambda: "outcome=slots_differ" in third_log.read_text())
+    assert "slots=2 readers_slots=1" in third_log.read_text()
+    assert stop_workers(second, third) == [0, 0]
+
+
 @pytest.mark.parametrize(
     ("name", "seconds", "vt", "done"),
     [("test_record", 6.5, 2, "done "), ("test_first", 9.5, 600, "first done ")],
