@@ -99,7 +99,9 @@ WORKER_VISIBILITY_TIMEOUT_S = env.integer(
     "WORKER_VISIBILITY_TIMEOUT_S", 600 if WORKER_READER_SLOTS == 1 else 60, least=1, most=86_400
 )
 WORKER_RETRY_BACKOFF_S = env.number("WORKER_RETRY_BACKOFF_S", 5.0, least=0)
-WORKER_LOCK_RETRY_S = env.number("WORKER_LOCK_RETRY_S", 5.0, least=0)
+# At most 10 s: a worker waiting for a slot takes over a dead reader's only at its next try, and until then nobody
+# reads a Do Not Publish change.
+WORKER_LOCK_RETRY_S = env.number("WORKER_LOCK_RETRY_S", 5.0, least=0.05, most=10.0)
 # At most 2 s: an idle reader reads a Do Not Publish change only at its next poll, and the change must hold
 # within 5 s of its send (docs/ARCHITECTURE.md §9). At least 0.05 s: a reader polling faster (0 would not wait
 # at all) only loads the database it shares with the API.

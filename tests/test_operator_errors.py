@@ -49,7 +49,8 @@ BAD_SETTINGS = [
     ("WORKER_HEALTH_PORT", "70000", "WORKER_HEALTH_PORT='70000': must be from 0 to 65535"),
     ("WORKER_VISIBILITY_TIMEOUT_S", "0", "WORKER_VISIBILITY_TIMEOUT_S='0': must be from 1 to 86400"),
     ("WORKER_RETRY_BACKOFF_S", "soon", "WORKER_RETRY_BACKOFF_S='soon': not a number"),
-    ("WORKER_LOCK_RETRY_S", "-1", "WORKER_LOCK_RETRY_S='-1': must be at least 0"),
+    ("WORKER_LOCK_RETRY_S", "-1", "WORKER_LOCK_RETRY_S='-1': must be from 0.05 to 10.0"),
+    ("WORKER_LOCK_RETRY_S", "300", "WORKER_LOCK_RETRY_S='300': must be from 0.05 to 10.0"),
     ("WORKER_IDLE_POLL_S", "x", "WORKER_IDLE_POLL_S='x': not a number"),
     ("WORKER_IDLE_POLL_S", "nan", "WORKER_IDLE_POLL_S='nan': not a finite number"),
     # An idle reader polling every 30 s would leave a Do Not Publish change unread past its window.
