@@ -28,7 +28,7 @@ from tests.support.queue_helpers import (
     stop_workers,
     terminate_reader_sessions,
 )
-from tests.support.waiting import wait_for
+from tests.support.waiting import poll, wait_for
 
 pytestmark = pytest.mark.usefixtures("live_db")
 
@@ -164,10 +164,24 @@ def test_a_reader_killed_mid_job_leaves_its_message_to_another_within_the_timeou
     wait_for(lambda: first.poll() is not None or second.poll() is not None)
     died_at = time.monotonic()
     assert -signal.SIGKILL in (first.poll(), second.poll())
-    wait_for(lambda: Event.objects.filter(name__startswith="survived").exists(), timeout=within + 10)
+    survived = poll(lambda: Event.objects.filter(name__startswith="survived").exists(), timeout=within + 10)
+    assert survived, f"not taken over: {queue_and_sessions()}"
     waited = time.monotonic() - died_at
     assert waited < within, f"taken over after {waited:.1f}s"
     assert not queue_rows()
+
+
+def queue_and_sessions() -> str:
+    """What a take-over that did not come shows: the queue's rows (hidden how much longer) and the database's other
+    sessions (what each waits on)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT msg_id, read_ct, extract(epoch FROM vt - clock_timestamp())::int FROM pgmq.q_jobs")
+        rows = cursor.fetchall()
+        cursor.execute(
+            "SELECT pid, application_name, state, wait_event, left(query, 60) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+        return f"queue (msg_id, read_ct, hidden s) {rows}; sessions {cursor.fetchall()}"
 
 
 def test_a_try_cut_short_by_its_lost_session_is_read_again_at_once(spawn):

@@ -27,6 +27,7 @@ FACTS = {
     "TRANSACTION_POOLER_PORT": "Supabase's transaction pooler's port",
     "READER_LOCK_KEY": "an advisory lock's name",
     "FAN_OUT_LOCK": "an advisory lock's name",
+    "SLOT_COUNT_LOCK": "an advisory lock's name",
     "PROVISION_LOCK_KEY": "an advisory lock's name",
     "_running": "a counter, not a setting",
     "_SOS": "JPEG's start-of-scan marker",
