@@ -16,8 +16,8 @@ from django.core.files.storage import default_storage
 from django.db import connection
 
 from faces import queries
-from faces.publication import PROBE_PREFIX, round_trip
-from jobqueue.api import DATABASE_SQL_FIX, failed, skip_without_database
+from faces.publication import PROBE_PREFIX, round_trip, storage_unusable
+from jobqueue.api import DATABASE_SQL_FIX, DEPENDENCY_DOWN, failed, skip_without_database
 
 STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"
 
@@ -73,9 +73,10 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
     try:
         read_back = round_trip(key, payload)
     except Exception as error:
+        # Down, or refusing the worker's keys: an outage the running worker waits out (DEPENDENCY_DOWN).
         return failed(
             "storage",
-            "faces.E003",
+            DEPENDENCY_DOWN if storage_unusable(error) else "faces.E003",
             f"cannot write, read and delete {key}: {type(error).__name__}: {str(error).strip()[:200]}",
             hint=STORAGE_FIX,
         )

@@ -9,7 +9,7 @@ ops commands may read of the queue's archive.
 from django.db import connection
 
 from jobqueue import queries
-from jobqueue.checks import DATABASE_SQL_FIX, WORKER, WORKER_START, failed, skip_without_database
+from jobqueue.checks import DATABASE_SQL_FIX, DEPENDENCY_DOWN, WORKER, WORKER_START, failed, skip_without_database
 from jobqueue.context import JobContext, hold_until_commit
 from jobqueue.enqueue import enqueue, enqueue_unless_waiting, lock_fan_out
 from jobqueue.errors import MissingObject, PermanentJobError, RowGone
@@ -34,6 +34,7 @@ def archived_jobs_naming(ids: list[str], fields: list[str]) -> list[queries.Arch
 
 __all__ = [
     "DATABASE_SQL_FIX",
+    "DEPENDENCY_DOWN",
     "WORKER",
     "WORKER_START",
     "JobContext",

@@ -32,6 +32,10 @@ WORKER_START = "worker_start"
 SKIPPED = "jobqueue.W001"
 # The id of "the queue's waiting index is missing" (a warning: the worker runs, fan-outs scan the queue).
 NO_WAITING_INDEX = "jobqueue.W002"
+# The id of "a dependency the running worker waits out is down" (storage: jobqueue/outage.py): a failure for
+# `worker_check`, a warning for the preflight of a start (`worker_check --start`), since a worker kept from starting
+# would not read the privacy work that needs no such dependency meanwhile.
+DEPENDENCY_DOWN = "jobqueue.E100"
 # The worker's part of the database (pgmq, the queue, the worker's columns, the queue's indexes) is one
 # idempotent file, applied as the tables' owner: the worker's own role may not create any of it.
 DATABASE_SQL_FIX = (

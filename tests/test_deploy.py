@@ -29,7 +29,7 @@ def test_systemd_accepts_the_unit(tmp_path):
     # verify only warns about unknown keys and bad values: any output is a finding.
     assert result.stderr.strip() == "", result.stderr
     assert "ExecStartPre=" in unit
-    assert "worker_check" in unit
+    assert "worker_check --start" in unit, "a storage outage must not keep the worker from starting"
     assert "Restart=always" in unit
     # An outage longer than WORKER_DB_RECOVERY_S fails every start until it ends: a start limit would leave no worker.
     assert "StartLimitIntervalSec=0" in unit

@@ -16,10 +16,10 @@ from django.db import connection
 from tests.support.queue_helpers import ROOT, worker_env
 
 
-def run_check() -> tuple[int, str]:
+def run_check(*args: str) -> tuple[int, str]:
     out = StringIO()
     try:
-        call_command("worker_check", stdout=out)
+        call_command("worker_check", *args, stdout=out)
     except SystemExit as exit:
         return exit.code, out.getvalue()
     return 0, out.getvalue()
@@ -104,6 +104,25 @@ def test_unwritable_storage_fails_with_its_fix(settings, seaweed):
     storage = line(output, "storage")
     assert "status=FAIL" in storage
     assert "R2_" in storage
+
+
+@pytest.mark.django_db
+def test_storage_that_is_down_fails_the_check_and_only_warns_before_a_start(settings, seaweed):
+    """The unit's ExecStartPre is `worker_check --start`: a worker kept from starting by a storage outage would not
+    apply Do Not Publish changes (they need the database alone) until it ended; the running worker waits it out."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "default": {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": seaweed.storage_options()},
+    }
+    seaweed.stop()
+    try:
+        assert run_check()[0] == 1
+        code, output = run_check("--start")
+    finally:
+        seaweed.start()
+    assert code == 0, output
+    assert "status=WARN" in line(output, "storage")
+    assert output.rstrip().endswith("worker_check passed")
 
 
 @pytest.fixture

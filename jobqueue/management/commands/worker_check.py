@@ -7,6 +7,10 @@ as `manage.py check --deploy --tag worker`) and prints one line per check:
 
 then `worker_check passed`, or `worker_check failed: NAME, ...` and exit 1 when any
 check fails (an Error) or was skipped (the database is unreachable).
+
+With `--start` (the unit's ExecStartPre) a dependency the running worker waits out (storage, down or refusing
+its keys: DEPENDENCY_DOWN) is a warning: a worker kept from starting during a storage outage would not read the
+Do Not Publish changes, which need the database alone, until it ended.
 """
 
 import sys
@@ -15,7 +19,7 @@ from django.core import checks
 from django.core.checks.registry import registry
 from django.core.management.base import BaseCommand
 
-from jobqueue.checks import SKIPPED, WORKER
+from jobqueue.checks import DEPENDENCY_DOWN, SKIPPED, WORKER
 
 
 def check_order() -> list[str]:
@@ -25,9 +29,11 @@ def check_order() -> list[str]:
     return [check.__name__ for check in found]
 
 
-def status(message: checks.CheckMessage) -> str:
+def status(message: checks.CheckMessage, *, start: bool = False) -> str:
     if message.id == SKIPPED:
         return "SKIP"
+    if start and message.id == DEPENDENCY_DOWN:
+        return "WARN"
     if message.is_serious():
         return "FAIL"
     if message.level >= checks.WARNING:
@@ -45,17 +51,25 @@ class Command(BaseCommand):
         "face models and thresholds: the system checks tagged 'worker'."
     )
 
-    def handle(self, *args, **options):
+    def add_arguments(self, parser):
+        parser.add_argument(
+            "--start",
+            action="store_true",
+            help="the preflight of a start: a dependency the worker waits out (storage) may be down",
+        )
+
+    def handle(self, *args, start: bool, **options):
         messages = checks.run_checks(tags=[WORKER], include_deployment_checks=True)
         order = check_order()
         messages.sort(key=lambda m: order.index(m.obj) if m.obj in order else len(order))
         failed = []
         for message in messages:
-            line = f'check={message.obj} status={status(message)} detail="{one_line(message.msg)}"'
+            said = status(message, start=start)
+            line = f'check={message.obj} status={said} detail="{one_line(message.msg)}"'
             if message.hint:
                 line += f' fix="{one_line(message.hint)}"'
             self.stdout.write(line)
-            if status(message) in ("FAIL", "SKIP") and message.obj not in failed:
+            if said in ("FAIL", "SKIP") and message.obj not in failed:
                 failed.append(message.obj)
         if failed:
             self.stdout.write(f"worker_check failed: {', '.join(map(str, failed))}")
