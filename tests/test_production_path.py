@@ -88,7 +88,7 @@ def test_the_section_is_in_an_order_that_works():
 
 
 # What must come before what: the user before the clone, the database, models and settings before the
-# preflight, and the preflight before the service is enabled (else systemd gives up after 5 starts).
+# preflight, and the preflight before the service is enabled (else it fails every start until they are).
 ORDER = (
     "useradd",
     "git clone",
