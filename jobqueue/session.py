@@ -46,6 +46,10 @@ class Waiting:
     level: int
     fields: dict
 
+    @property
+    def outcome(self) -> str:
+        return self.fields["outcome"]
+
     @classmethod
     def taken_by_other(cls, slots: int, holders: str) -> "Waiting":
         return cls(logging.INFO, {"outcome": "taken_by_other", "holder_backend_pid": holders, "slots": slots})
@@ -107,9 +111,9 @@ class ReaderSession:
                 continue
             if waiting is None:
                 return True
-            if waiting != announced:
+            if waiting.outcome != announced:
                 log.log(waiting.level, "queue_lock", extra={**waiting.fields, "retry_s": self._lock_retry_s})
-                announced = waiting
+                announced = waiting.outcome
             self._stop.wait(self._lock_retry_s)
         return False
 
