@@ -16,7 +16,7 @@ from django.core.files.storage import default_storage
 from django.db import connection
 
 from faces import queries
-from faces.publication import PROBE_PREFIX, round_trip, storage_unusable
+from faces.publication import PROBE_PREFIX, round_trip, storage_down, storage_refuses
 from jobqueue.api import DATABASE_SQL_FIX, DEPENDENCY_DOWN, failed, skip_without_database
 
 STORAGE_FIX = "check R2_ENDPOINT_URL, R2_BUCKET and the R2 key pair (or that var/media is writable)"
@@ -73,10 +73,12 @@ def storage(app_configs=None, **kwargs) -> list[CheckMessage]:
     try:
         read_back = round_trip(key, payload)
     except Exception as error:
-        # Down, or refusing the worker's keys: an outage the running worker waits out (DEPENDENCY_DOWN).
+        # Down, or refusing the worker's keys (this round trip is the outage probe itself, so a refusal here is
+        # one of the keys): an outage the running worker waits out (DEPENDENCY_DOWN).
+        down = storage_down(error) or storage_refuses(error)
         return failed(
             "storage",
-            DEPENDENCY_DOWN if storage_unusable(error) else "faces.E003",
+            DEPENDENCY_DOWN if down else "faces.E003",
             f"cannot write, read and delete {key}: {type(error).__name__}: {str(error).strip()[:200]}",
             hint=STORAGE_FIX,
         )

@@ -117,13 +117,18 @@ def storage_unusable(error: BaseException) -> bool:
     first request, gets a bare 403 without a code, so the probe is what tells the two apart.)"""
     if storage_down(error):
         return True
-    if not (isinstance(error, botocore.exceptions.ClientError) and _status(error) in (401, 403)):
+    if not storage_refuses(error):
         return False
     try:
         probe_storage()
     except Exception:
         return True
     return False
+
+
+def storage_refuses(error: BaseException) -> bool:
+    """Whether storage refused the request (401, 403): the worker's keys, or that one object."""
+    return isinstance(error, botocore.exceptions.ClientError) and _status(error) in (401, 403)
 
 
 def _status(error: botocore.exceptions.ClientError) -> int:
