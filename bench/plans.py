@@ -4,8 +4,8 @@ import dataclasses
 
 
 def parse_plan(items: list[str]) -> dict:
-    """KEY=VALUE items -> Plan overrides: numbers, `turns=1,3` (`turns=` for none), `turned_scale=1.0`
-    (`none` where a field may be None), `edge_second_look=1`."""
+    """KEY=VALUE items -> Plan overrides: numbers, `turns=1,3` (`turns=` for none; `tilted_looks=30,-30`),
+    `turned_scale=1.0` (`none` where a field may be None), `edge_second_look=1`."""
     from faces.engines.base import Plan
 
     defaults = Plan()
@@ -19,7 +19,8 @@ def parse_plan(items: list[str]) -> dict:
         if value.lower() == "none" and "None" in str(fields[key].type):
             overrides[key] = None
         elif isinstance(default, tuple):
-            overrides[key] = tuple(int(part) for part in value.split(",") if part)
+            kind = type(default[0]) if default else int
+            overrides[key] = tuple(kind(part) for part in value.split(",") if part)
         elif isinstance(default, bool):
             overrides[key] = value.lower() in {"1", "true", "yes"}
         elif default is None:

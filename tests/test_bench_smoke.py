@@ -151,6 +151,16 @@ def test_face_recall():
     assert "| verify_width=80 | " in out, "the plan variants"
 
 
+def test_tilted_faces(tiny_set):
+    out = bench(
+        "bench/tilted_faces.py", "--mp", "3", "--angles", "45", "--widths", "48", "--scenes", "1",
+        "--free-scenes", "1", "--plan", "tilted_looks=", "--real", str(tiny_set), "--real-angles", "45",
+    )  # fmt: skip
+    assert "| 45 | 48 | " in out, "the pasted faces' table"
+    assert "| CenterFace | " in out, "the outside anchor"
+    assert "| tilted_looks= | 45 | " in out, "the real photos' table, each plan"
+
+
 # atheris is installed by hand (bench/fuzz_decode.py): without it, a stand-in runs the fuzz target once on each
 # input of the bench's seed corpus, so that the target and its imports stay alive.
 ATHERIS_STAND_IN = """

@@ -64,6 +64,13 @@ class Plan:
     edge_verify_width: int | None = 128
     # A second look keeps its candidate when it scores this much there.
     verify_score: float = 0.5
+    # A candidate whose upright second look failed is looked at again with its surroundings turned by each of these
+    # angles (degrees, counter-clockwise): a head tilted about 45 degrees lies between the upright levels and the
+    # turned ones, each of which SCRFD scores low ("Faces tilted between quarter turns").
+    tilted_looks: tuple[float, ...] = (45.0, -45.0)
+    # Only a candidate that scored this much: the cascade's faintest (0.07-0.15) are textures nearly always, and a
+    # tilted face scores more.
+    tilted_look_score: float = 0.15
     # And when its detection overlaps the candidate this much (IoU): the same face, its box redrawn at 64 px.
     verify_iou: float = 0.3
     # Boxes overlapping more than this are one face (cross-level NMS).

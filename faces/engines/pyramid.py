@@ -51,6 +51,14 @@ view, and the engine keeps the upright one unless the recogniser sees the turned
 (faces/engines/insightface.py, `upright_first`). A turned level may score an upright face higher than the
 upright levels do, with its mouth above its eyes.
 
+Faces tilted between the quarter turns (a head on a shoulder, a camera held askew: about 45 degrees) lie about 45
+degrees off in every view, where SCRFD scores them low: many come up as candidates and fail their upright second
+look. Such a candidate of the upright levels (from `tilted_look_score`) is looked at again with its surroundings
+turned by each of `tilted_looks` (45 degrees each way), and what is found there is turned back: its landmarks
+exactly, its box the upright bounds of the ellipse inscribed in the tilted box, which is what the blur paints
+(`TiltedLook`). The turned levels' candidates get none: a tilted look there found the same face the other way up
+and, scoring higher, replaced its good turned view (players.jpg turned 210 degrees). A selfie gets none either.
+
 The cost is mostly the finest level: fine_scale² times the photo's pixels, plus the
 tile overlaps and 1/9 for the coarser levels (about 1.2x the photo's pixels); the turned
 levels add three times 1/4 and the second looks a few dozen ~112² passes (a 12 MP
@@ -184,7 +192,8 @@ class PyramidDetector:
         height, width = image.shape[:2]
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         shrinks = Shrinks(image)
-        faces = self._faces(shrinks, levels, checkpoint, self.plan.fine_score_threshold)
+        # A selfie gets no tilted looks, as no turned levels: a tilted false face must not become a reference.
+        faces = self._faces(shrinks, levels, checkpoint, self.plan.fine_score_threshold, tilted=small_faces)
         if self.plan.edge_pass:
             with self.watch("edge pass"):
                 faces += self._across_edges(shrinks, self.overview_scale(width, height))
@@ -233,11 +242,17 @@ class PyramidDetector:
         return scaled_w * scaled_h <= self.plan.whole_max_pixels and passes.fits(scaled_w, scaled_h)
 
     def _faces(
-        self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint, fine_threshold: float | None
+        self,
+        shrinks: "Shrinks",
+        levels: list[float],
+        checkpoint: Checkpoint,
+        fine_threshold: float | None,
+        *,
+        tilted: bool,
     ) -> list[Found]:
-        """Every level's candidates, one box per face across levels; the unsure ones after their second look.
-        The finest level (unless it is the overview) takes its candidates from `fine_threshold` (None:
-        score_threshold)."""
+        """Every level's candidates, one box per face across levels; the unsure ones after their second look, and
+        with `tilted` those it failed after their tilted looks. The finest level (unless it is the overview) takes
+        its candidates from `fine_threshold` (None: score_threshold)."""
         plan = self.plan
         chunks = []
         for index, scale in enumerate(levels):
@@ -254,14 +269,18 @@ class PyramidDetector:
         # a low-scoring texture box around a face must not take the face with it.
         kept = suppress(boxes, scores, self.plan.nms_iou, containment=None)
         sure = [(boxes[i], points[i], float(scores[i])) for i in kept if scores[i] >= self.plan.sure_score]
-        unsure = [boxes[i] for i in kept if scores[i] < self.plan.sure_score]
+        unsure = [i for i in kept if scores[i] < self.plan.sure_score]
         height, width = shrinks.image.shape[:2]
         # Only a picture's own edges cut faces: a search's part of a video frame (no edge pass) has none.
         cut, whole = [], []
-        for box in unsure:
-            (cut if self.plan.edge_pass and _past_the_edge(box, width, height) else whole).append(box)
-        looked = self._second_looks(shrinks.image, whole)
-        looked += self._second_looks(shrinks.image, cut, width=self.plan.edge_verify_width)
+        for i in unsure:
+            (cut if self.plan.edge_pass and _past_the_edge(boxes[i], width, height) else whole).append(i)
+        looked = self._second_looks(shrinks.image, [boxes[i] for i in whole])
+        failed = [i for i, face in zip(whole, looked, strict=True) if face is None]
+        if tilted:
+            faint = [boxes[i] for i in failed if scores[i] >= plan.tilted_look_score]
+            looked += self._tilted_looks(shrinks.image, faint)
+        looked += self._second_looks(shrinks.image, [boxes[i] for i in cut], width=self.plan.edge_verify_width)
         return sure + [face for face in looked if face is not None]
 
     def _turned_faces(self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint) -> list[Found]:
@@ -281,7 +300,8 @@ class PyramidDetector:
         for turn in self.plan.turns:
             with self.watch(f"turn {turn * 90}"):
                 turned = cv2.rotate(small, _ROTATE[turn % 4]) if turn % 4 else small
-                for box, points, score in self._faces(Shrinks(turned), relative, checkpoint, fine_threshold):
+                found = self._faces(Shrinks(turned), relative, checkpoint, fine_threshold, tilted=False)
+                for box, points, score in found:
                     corners = turned_back(box.reshape(2, 2), turn, *size) * back
                     box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
                     faces.append((box, turned_back(points, turn, *size) * back, score))
@@ -335,6 +355,25 @@ class PyramidDetector:
             found = _run(self.passes, [(look.crop, look.out_w, look.out_h) for look in looks], self.plan.verify_score)
             verdicts = zip(boxes, looks, found, strict=True)
             return [look.verdict(box, *result, least_iou=self.plan.verify_iou) for box, look, result in verdicts]
+
+    def _tilted_looks(self, image: np.ndarray, boxes: list[np.ndarray]) -> list[Found | None]:
+        """Each candidate's surroundings turned by each of the plan's tilted_looks, as a second look sees them
+        (verify_width, verify_context): the best-scoring detection there that overlaps it, turned back (its box the
+        upright bounds of the tilted one); None where no angle finds one. The looks run together."""
+        plan = self.plan
+        if not boxes or not plan.tilted_looks:
+            return []
+        with self.watch("tilted looks"):
+            looks = [look for box in boxes for look in TiltedLook.around(image, box, plan)]
+            found = _run(self.passes, [(look.crop, look.size, look.size) for look in looks], plan.verify_score)
+            verdicts = [
+                look.verdict(box, *result, least_iou=plan.verify_iou)
+                for box, look, result in zip(
+                    (box for box in boxes for _ in plan.tilted_looks), looks, found, strict=True
+                )
+            ]
+        per_box = itertools.batched(verdicts, len(plan.tilted_looks))
+        return [max((v for v in group if v is not None), key=lambda v: v[2], default=None) for group in per_box]
 
     def _surroundings(self, image: np.ndarray, box: np.ndarray, mirrored: bool, look_width: int) -> "SecondLook":
         plan = self.plan
@@ -456,6 +495,67 @@ class SecondLook:
             return None
         best = int(np.argmax(np.where(overlaps >= least_iou, s, -1.0)))
         return b[best], k[best] * self.back + self.offset, float(s[best])
+
+
+@dataclass(frozen=True)
+class TiltedLook:
+    """A candidate's surroundings turned about its centre, as the detector sees them, and the way back."""
+
+    crop: np.ndarray  # size x size
+    size: int
+    back: np.ndarray  # (2, 3) affine: detector px -> image px
+
+    @classmethod
+    def around(cls, image: np.ndarray, box: np.ndarray, plan: Plan) -> list["TiltedLook"]:
+        """The square a second look would see (verify_context box sizes, the candidate verify_width wide), turned
+        by each of plan.tilted_looks (degrees counter-clockwise); past the image's edges, the image mirrored. The
+        surroundings are cut and shrunk once for every angle."""
+        x1, y1, x2, y2 = (float(v) for v in box)
+        box_w = max(x2 - x1, 1.0)
+        side = plan.verify_context * max(box_w, y2 - y1)
+        factor = plan.verify_width / box_w
+        size = max(1, round(side * factor))
+        # The turned square's corners reach half its diagonal from the centre.
+        reach = side * math.sqrt(0.5)
+        cx, cy = (x1 + x2) / 2, (y1 + y2) / 2
+        left, top = math.floor(cx - reach), math.floor(cy - reach)
+        around = _mirrored(image, left, top, math.ceil(cx + reach) + 1, math.ceil(cy + reach) + 1)
+        sx = sy = 1.0
+        if factor < 1.0:  # shrinking: average first, as the levels do; warpAffine only interpolates
+            height, width = around.shape[:2]
+            shrunk = (max(1, round(width * factor)), max(1, round(height * factor)))
+            around = cv2.resize(around, shrunk, interpolation=cv2.INTER_AREA)
+            sx, sy = shrunk[0] / width, shrunk[1] / height
+        # image px -> `around` px (a shift, then the shrink), then turned and scaled about the centre into the look.
+        to_around = np.array([[sx, 0.0, -left * sx], [0.0, sy, -top * sy], [0.0, 0.0, 1.0]])
+        centre = ((cx - left) * sx, (cy - top) * sy)
+        looks = []
+        for angle in plan.tilted_looks:
+            turn = cv2.getRotationMatrix2D(centre, angle, factor / sx)
+            turn[:, 2] += [size / 2 - centre[0], size / 2 - centre[1]]
+            crop = cv2.warpAffine(around, turn, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101)
+            forward = np.vstack([turn, [0.0, 0.0, 1.0]]) @ to_around
+            looks.append(cls(crop, size, np.linalg.inv(forward)[:2]))
+        return looks
+
+    def verdict(self, box: np.ndarray, b: np.ndarray, k: np.ndarray, s: np.ndarray, least_iou: float) -> Found | None:
+        """The best detection whose box, turned back, overlaps the candidate (IoU >= least_iou), in image pixels:
+        its box the upright bounds of the ellipse inscribed in the tilted one (the blur's ellipse, so a tilted face
+        is no larger than an upright one of its size), its landmarks turned back."""
+        if not len(s):
+            return None
+        linear, shift = self.back[:, :2], self.back[:, 2]
+        centres = ((b[:, :2] + b[:, 2:]) / 2) @ linear.T + shift
+        # The ellipse of semi-axes (a, b) mapped by `linear` reaches |row i of linear @ diag(a, b)| along axis i.
+        axes = (b[:, 2:] - b[:, :2]) / 2
+        reach = np.sqrt(((axes[:, None, :] * linear[None, :, :]) ** 2).sum(axis=2))
+        bounds = np.concatenate([centres - reach, centres + reach], axis=1).astype(np.float32)
+        overlaps = iou(box[None], bounds)[0]
+        if overlaps.max() < least_iou:
+            return None
+        best = int(np.argmax(np.where(overlaps >= least_iou, s, -1.0)))
+        points = (k[best] @ linear.T + shift).astype(np.float32)
+        return bounds[best], points, float(s[best])
 
 
 # ---- the detector's passes -----------------------------------------------------------

@@ -1,0 +1,60 @@
+"""A tilted look's geometry (faces.engines.pyramid.TiltedLook): the crop is the candidate's surroundings turned
+about its centre, and what the detector finds there is turned back to the image's pixels."""
+
+import math
+
+import numpy as np
+import pytest
+
+from faces.engines.base import PHOTO_PLAN
+from faces.engines.pyramid import TiltedLook
+
+
+@pytest.fixture
+def image() -> np.ndarray:
+    return np.random.default_rng(3).integers(0, 256, (300, 400, 3), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("angle", [45.0, -45.0])
+@pytest.mark.parametrize("width", [32.0, 128.0])  # enlarged to verify_width, and shrunk to it
+def test_the_crop_is_the_candidate_turned_about_its_centre_and_maps_back(image, angle, width):
+    box = np.array([150, 100, 150 + width, 100 + 1.2 * width], np.float32)
+    looks = TiltedLook.around(image, box, PHOTO_PLAN)
+    assert len(looks) == len(PHOTO_PLAN.tilted_looks)
+    look = looks[PHOTO_PLAN.tilted_looks.index(angle)]
+    assert look.crop.shape == (look.size, look.size, 3)
+    assert look.size == round(PHOTO_PLAN.verify_context * 1.2 * width * PHOTO_PLAN.verify_width / width)
+    centre = look.back @ [look.size / 2, look.size / 2, 1.0]
+    np.testing.assert_allclose(centre, [(box[0] + box[2]) / 2, (box[1] + box[3]) / 2], atol=0.5)
+    # The look shows the image turned `angle` degrees counter-clockwise: one detector pixel to the right there is
+    # `angle` degrees clockwise of right in the image (as shown, y down), width / verify_width image px long.
+    step = look.back[:, :2] @ [1.0, 0.0]
+    scale = width / PHOTO_PLAN.verify_width
+    turned = math.radians(angle)
+    np.testing.assert_allclose(step, [scale * math.cos(turned), scale * math.sin(turned)], rtol=0.02, atol=0.01)
+
+
+def test_a_tilted_detection_comes_back_as_the_upright_bounds_of_its_ellipse_with_its_landmarks():
+    image = np.zeros((300, 400, 3), np.uint8)
+    box = np.array([150, 100, 214, 180], np.float32)  # 64 wide: no scaling
+    (look, _) = TiltedLook.around(image, box, PHOTO_PLAN)  # 45 degrees
+    half = look.size / 2
+    found = np.array([[half - 32, half - 40, half + 32, half + 40]], np.float32)  # 64 x 80, centred in the look
+    points = np.array([[[half, half - 40]] * 5], np.float32)  # all at the top of the box
+    bounds, landmarks, score = look.verdict(box, found, points, np.array([0.7]), least_iou=0.3)
+    # An ellipse of semi-axes 32 and 40 turned 45 degrees reaches sqrt((32² + 40²) / 2) along each axis.
+    reach = math.sqrt((32**2 + 40**2) / 2)
+    np.testing.assert_allclose(bounds, [182 - reach, 140 - reach, 182 + reach, 140 + reach], atol=0.5)
+    # The top of the box in the look, 40 px above the centre, is up and to the right in the image: a face tilted 45
+    # degrees clockwise, which the look showed upright.
+    np.testing.assert_allclose(landmarks[0], [182 + 40 * math.sqrt(0.5), 140 - 40 * math.sqrt(0.5)], atol=0.5)
+    assert score == pytest.approx(0.7)
+
+
+def test_no_detection_overlapping_the_candidate_is_no_face():
+    image = np.zeros((300, 400, 3), np.uint8)
+    box = np.array([150, 100, 214, 180], np.float32)
+    (look, _) = TiltedLook.around(image, box, PHOTO_PLAN)
+    corner = np.array([[0, 0, 8, 8]], np.float32)
+    assert look.verdict(box, corner, np.zeros((1, 5, 2), np.float32), np.array([0.9]), least_iou=0.3) is None
+    assert look.verdict(box, np.zeros((0, 4)), np.zeros((0, 5, 2)), np.zeros(0), least_iou=0.3) is None
