@@ -1,9 +1,11 @@
 """Faces tilted between the quarter turns (docs/ARCHITECTURE.md §6, "The pyramid"): a candidate whose upright second
-look fails is looked at again with its surroundings turned 45 degrees each way (`Plan.tilted_looks`).
+look fails is looked at again with its surroundings turned 45 degrees each way (`Plan.tilted_looks`), in the upright
+levels and in the turned ones (`Plan.tilted_looks_in_turns`).
 
-The real case: the 2008 team photo (players.jpg) taken with the camera held 45 degrees askew, at 0.7 of its size
-(the players' faces 25-35 px wide). SCRFD sees every face 45 degrees off; the fourteenth player from the left is
-found only by a tilted look, and its landmarks, turned back, embed him as his upright face does.
+The real cases: the 2008 team photo (players.jpg) taken with the camera held 45 degrees askew, at 0.7 of its size
+(the players' faces 25-35 px wide), where SCRFD sees every face 45 degrees off and the fourteenth player from the left
+is found only by a tilted look; and t1's six faces 40 px wide, each turned 135 or 225 degrees (upside down and
+askew) on a face-free photo, two of which only a turned level's tilted look finds.
 """
 
 from dataclasses import replace
@@ -47,8 +49,7 @@ def askew(team) -> tuple[np.ndarray, np.ndarray]:
 def near(faces, box: np.ndarray, turn: np.ndarray) -> list:
     """The faces whose centre lies within half the face's width (in the turned picture) of `box`'s centre there."""
     centre = turn @ np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2, 1.0])
-    reach = SCALE * (box[2] - box[0]) / 2
-    return [f for f in faces if np.abs((f.box[:2] + f.box[2:]) / 2 - centre).max() < reach]
+    return near_centre(faces, centre, SCALE * (box[2] - box[0]) / 2)
 
 
 def test_a_face_tilted_45_degrees_is_found_by_a_tilted_look_and_embeds_as_upright(askew, players):
@@ -80,3 +81,64 @@ def test_a_selfie_gets_no_tilted_looks(askew, monkeypatch):
     assert not any(looked)
     resident_engine().detect(picture)
     assert any(looked), "the same picture's faint candidates get tilted looks when it is a photo"
+
+
+@pytest.mark.parametrize("angle", [135, 225])
+def test_a_face_tilted_past_a_quarter_turn_is_found_by_a_turned_levels_tilted_look(angle):
+    engine = resident_engine()
+    group = samples.group_photo()
+    upright = sorted(engine.analyze(group), key=lambda face: face.box[0])
+    picture, centres = six_faces_turned(group, upright, angle)
+    found = [near_centre(engine.analyze(picture), centre, 20) for centre in centres]
+    assert all(found), "every face is found"
+    upright_looks_only = engine.detect(picture, plan=replace(PHOTO_PLAN, tilted_looks_in_turns=False))
+    lost = [i for i, centre in enumerate(centres) if not near_centre(upright_looks_only, centre, 20)]
+    assert len(lost) == 2, "without the turned levels' tilted looks, two are lost"
+    for i in lost:
+        assert max(float(face.embedding @ upright[i].embedding) for face in found[i]) > 0.8, "turned back right"
+
+
+def test_a_turned_levels_tilted_look_never_replaces_a_faces_turned_view(team):
+    """players.jpg turned 210 degrees: Yao Ming's face, upside down and 30 degrees askew, is found by the upright
+    levels with its landmarks the wrong way up, and by a turned level the right way. A tilted look in another turned
+    level found it the wrong way up again, scoring higher: had it become the face's turned view, he would embed at
+    0.09 against his own photo, not 0.58, and a DNP Yao would stay visible."""
+    engine = resident_engine()
+    reference = engine.analyze(samples.read(samples.vectron_image("yaoming.jpg")), small_faces=False)[0].embedding
+    height, width = team.shape[:2]
+    side = int(np.hypot(width, height)) + 8
+    turn = cv2.getRotationMatrix2D((width / 2, height / 2), 210, 1.0)
+    turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
+    picture = cv2.warpAffine(team, turn, (side, side), borderMode=cv2.BORDER_REPLICATE)
+    yao = samples.yao_ming_box(engine)
+    centre = turn @ np.array([(yao[0] + yao[2]) / 2, (yao[1] + yao[3]) / 2, 1.0])
+    (face,) = near_centre(engine.analyze(picture), centre, (yao[2] - yao[0]) / 2)
+    assert float(face.embedding @ reference) > 0.5
+
+
+def six_faces_turned(group: np.ndarray, faces: list, angle: float) -> tuple[np.ndarray, list[np.ndarray]]:
+    """t1's faces, each 40 px wide and turned `angle` degrees about its centre, feathered into coffee.png scaled to
+    1800 x 1200 on a grid of three by two; and their centres there."""
+    picture = cv2.resize(samples.face_free_scenes()[0], (1800, 1200), interpolation=cv2.INTER_CUBIC)
+    centres = []
+    for index, face in enumerate(faces):
+        crop = samples.crop_around(group, face.box, margin=0.5)
+        crop = cv2.resize(crop, None, fx=80 / crop.shape[1], fy=80 / crop.shape[1], interpolation=cv2.INTER_AREA)
+        height, width = crop.shape[:2]
+        side = int(np.hypot(width, height))
+        turn = cv2.getRotationMatrix2D((width / 2, height / 2), angle, 1.0)
+        turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
+        turned = cv2.warpAffine(crop, turn, (side, side), borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+        ys, xs = np.mgrid[:side, :side]
+        radius = np.hypot(xs - side / 2, ys - side / 2)
+        alpha = np.clip((side * 0.42 - radius) / (side * 0.08), 0, 1)[..., None]
+        left, top = 150 + (index % 3) * 550, 150 + (index // 3) * 550
+        region = picture[top : top + side, left : left + side].astype(np.float32)
+        picture[top : top + side, left : left + side] = (region * (1 - alpha) + turned * alpha).astype(np.uint8)
+        centres.append(np.array([left + side / 2, top + side / 2]))
+    return picture, centres
+
+
+def near_centre(faces, centre: np.ndarray, reach: float) -> list:
+    """The faces whose box's centre lies within `reach` px of `centre` on both axes."""
+    return [f for f in faces if np.abs((f.box[:2] + f.box[2:]) / 2 - centre).max() < reach]

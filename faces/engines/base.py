@@ -71,6 +71,8 @@ class Plan:
     # Only a candidate that scored this much: the cascade's faintest (0.07-0.15) are textures nearly always, and a
     # tilted face scores more.
     tilted_look_score: float = 0.15
+    # The turned levels' failed candidates get tilted looks too: a face tilted past a quarter turn (135 degrees).
+    tilted_looks_in_turns: bool = True
     # And when its detection overlaps the candidate this much (IoU): the same face, its box redrawn at 64 px.
     verify_iou: float = 0.3
     # Boxes overlapping more than this are one face (cross-level NMS).

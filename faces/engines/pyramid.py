@@ -53,11 +53,13 @@ upright levels do, with its mouth above its eyes.
 
 Faces tilted between the quarter turns (a head on a shoulder, a camera held askew: about 45 degrees) lie about 45
 degrees off in every view, where SCRFD scores them low: many come up as candidates and fail their upright second
-look. Such a candidate of the upright levels (from `tilted_look_score`) is looked at again with its surroundings
-turned by each of `tilted_looks` (45 degrees each way), and what is found there is turned back: its landmarks
-exactly, its box the upright bounds of the ellipse inscribed in the tilted box, which is what the blur paints
-(`TiltedLook`). The turned levels' candidates get none: a tilted look there found the same face the other way up
-and, scoring higher, replaced its good turned view (players.jpg turned 210 degrees). A selfie gets none either.
+look. Such a candidate (from `tilted_look_score`) is looked at again with its surroundings turned by each of
+`tilted_looks` (45 degrees each way), and what is found there is turned back: its landmarks exactly, its box the
+upright bounds of the ellipse inscribed in the tilted box, which is what the blur paints (`TiltedLook`). The turned
+levels do the same for a face tilted past a quarter turn (135 degrees: upside down and askew). What their tilted
+looks find is a face of its own, or the turned view of an upright face no turned level
+saw, never in place of a turned level's view: scoring higher, it replaced a good turned view with one the other way
+up (players.jpg turned 210 degrees). A selfie gets none.
 
 The cost is mostly the finest level: fine_scale² times the photo's pixels, plus the
 tile overlaps and 1/9 for the coarser levels (about 1.2x the photo's pixels); the turned
@@ -193,7 +195,8 @@ class PyramidDetector:
         levels = self.levels(width, height) if small_faces else self.levels(width, height)[-1:]
         shrinks = Shrinks(image)
         # A selfie gets no tilted looks, as no turned levels: a tilted false face must not become a reference.
-        faces = self._faces(shrinks, levels, checkpoint, self.plan.fine_score_threshold, tilted=small_faces)
+        faces, tilted = self._faces(shrinks, levels, checkpoint, self.plan.fine_score_threshold, tilted=small_faces)
+        faces += tilted
         if self.plan.edge_pass:
             with self.watch("edge pass"):
                 faces += self._across_edges(shrinks, self.overview_scale(width, height))
@@ -202,17 +205,31 @@ class PyramidDetector:
             return [(face, None) for face in upright]
         turned_levels = self._turned_levels(levels, width, height)
         with self.watch("turned levels"):
-            turned_faces = self._turned_faces(shrinks, turned_levels, checkpoint)
+            turned_faces, turned_tilted = self._turned_faces(shrinks, turned_levels, checkpoint)
         turned = self._finish(turned_faces, width, height)
-        return self._upright_first(upright, turned)
+        return self._upright_first(upright, turned, self._finish(turned_tilted, width, height))
 
-    def _upright_first(self, upright: list[Found], turned: list[Found]) -> list[UprightAndTurned]:
+    def _upright_first(
+        self, upright: list[Found], turned: list[Found], turned_tilted: list[Found]
+    ) -> list[UprightAndTurned]:
         """Each turned face that is one of the upright faces (NMS's overlap or containment) becomes that face's
-        turned view, the best-scoring one where several are; the others are faces of their own."""
+        turned view, the best-scoring one where several are; the others are faces of their own. A face a turned
+        level's tilted look found is one of its own, or the turned view of an upright face that no turned level saw
+        (the recogniser then picks the view), never in place of a turned level's view: scoring higher, it replaced
+        a good view with one the other way up (players.jpg turned 210 degrees)."""
         views: dict[int, Found] = {}
         alone = []
         boxes = np.array([face[0] for face in upright], np.float32).reshape(-1, 4)
         for face in sorted(turned, key=lambda found: -found[2]):
+            same = _same_face(face[0], boxes, self.plan.nms_iou, self.plan.containment)
+            if same is None:
+                alone.append((face, None))
+            else:
+                views.setdefault(same, face)
+        seen_turned = np.array([face[0] for face in turned], np.float32).reshape(-1, 4)
+        for face in sorted(turned_tilted, key=lambda found: -found[2]):
+            if _same_face(face[0], seen_turned, self.plan.nms_iou, self.plan.containment) is not None:
+                continue
             same = _same_face(face[0], boxes, self.plan.nms_iou, self.plan.containment)
             if same is None:
                 alone.append((face, None))
@@ -249,10 +266,10 @@ class PyramidDetector:
         fine_threshold: float | None,
         *,
         tilted: bool,
-    ) -> list[Found]:
-        """Every level's candidates, one box per face across levels; the unsure ones after their second look, and
-        with `tilted` those it failed after their tilted looks. The finest level (unless it is the overview) takes
-        its candidates from `fine_threshold` (None: score_threshold)."""
+    ) -> tuple[list[Found], list[Found]]:
+        """Every level's candidates, one box per face across levels; the unsure ones after their second look; and,
+        apart, with `tilted`, what the tilted looks found of those it failed. The finest level (unless it is the
+        overview) takes its candidates from `fine_threshold` (None: score_threshold)."""
         plan = self.plan
         chunks = []
         for index, scale in enumerate(levels):
@@ -263,7 +280,7 @@ class PyramidDetector:
             with self.watch("overview" if last else f"level x{scale:.3g}"):
                 chunks += self._level(shrinks, scale, threshold, keep_all=last, passes=passes, checkpoint=checkpoint)
         if not chunks:
-            return []
+            return [], []
         boxes, points, scores = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
         # Unsure candidates get their second look before the containment rule runs:
         # a low-scoring texture box around a face must not take the face with it.
@@ -277,18 +294,19 @@ class PyramidDetector:
             (cut if self.plan.edge_pass and _past_the_edge(boxes[i], width, height) else whole).append(i)
         looked = self._second_looks(shrinks.image, [boxes[i] for i in whole])
         failed = [i for i, face in zip(whole, looked, strict=True) if face is None]
-        if tilted:
-            faint = [boxes[i] for i in failed if scores[i] >= plan.tilted_look_score]
-            looked += self._tilted_looks(shrinks.image, faint)
+        faint = [boxes[i] for i in failed if scores[i] >= plan.tilted_look_score] if tilted else []
         looked += self._second_looks(shrinks.image, [boxes[i] for i in cut], width=self.plan.edge_verify_width)
-        return sure + [face for face in looked if face is not None]
+        found = sure + [face for face in looked if face is not None]
+        return found, [face for face in self._tilted_looks(shrinks.image, faint) if face is not None]
 
-    def _turned_faces(self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint) -> list[Found]:
+    def _turned_faces(
+        self, shrinks: "Shrinks", levels: list[float], checkpoint: Checkpoint
+    ) -> tuple[list[Found], list[Found]]:
         """Faces turned in the picture itself (a guest lying down, a child upside down), which SCRFD misses
         past about 60 degrees: `levels` (the coarser ones) run on the photo turned by each of the plan's
-        quarter turns, and what they find is turned back. The photo is shrunk once, to the first of them,
-        before it is turned (the upright levels' shrink of that scale), so a turn costs a copy of that level,
-        not of the photo."""
+        quarter turns, and what they find is turned back; apart, what their tilted looks found. The photo is shrunk
+        once, to the first of them, before it is turned (the upright levels' shrink of that scale), so a turn
+        costs a copy of that level, not of the photo."""
         top = levels[0]
         height, width = shrinks.image.shape[:2]
         size = (round(width * top), round(height * top))
@@ -296,16 +314,24 @@ class PyramidDetector:
         back = np.array([width / size[0], height / size[1]], np.float32)
         relative = [scale / top for scale in levels]
         fine_threshold = self.plan.turned_score_threshold
-        faces = []
+        faces, tilted = [], []
         for turn in self.plan.turns:
             with self.watch(f"turn {turn * 90}"):
                 turned = cv2.rotate(small, _ROTATE[turn % 4]) if turn % 4 else small
-                found = self._faces(Shrinks(turned), relative, checkpoint, fine_threshold, tilted=False)
-                for box, points, score in found:
-                    corners = turned_back(box.reshape(2, 2), turn, *size) * back
-                    box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
-                    faces.append((box, turned_back(points, turn, *size) * back, score))
-        return faces
+                found, found_tilted = self._faces(
+                    Shrinks(turned), relative, checkpoint, fine_threshold, tilted=self.plan.tilted_looks_in_turns
+                )
+                faces += [self._turned_back(face, turn, size, back) for face in found]
+                tilted += [self._turned_back(face, turn, size, back) for face in found_tilted]
+        return faces, tilted
+
+    @staticmethod
+    def _turned_back(face: Found, turn: int, size: tuple[int, int], back: np.ndarray) -> Found:
+        """A face found in the shrunk photo (`size`) turned `turn` quarters, in the photo's pixels."""
+        box, points, score = face
+        corners = turned_back(box.reshape(2, 2), turn, *size) * back
+        box = np.concatenate([corners.min(axis=0), corners.max(axis=0)])
+        return box, turned_back(points, turn, *size) * back, score
 
     def _finish(self, faces: list[Found], width: int, height: int) -> list[Found]:
         """One box per face (NMS plus containment), clipped to the image."""
