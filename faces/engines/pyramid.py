@@ -214,9 +214,9 @@ class PyramidDetector:
     ) -> list[UprightAndTurned]:
         """Each turned face that is one of the upright faces (NMS's overlap or containment) becomes that face's
         turned view, the best-scoring one where several are; the others are faces of their own. A face a turned
-        level's tilted look found is one of its own, or the turned view of an upright face that no turned level saw
-        (the recogniser then picks the view), never in place of a turned level's view: scoring higher, it replaced
-        a good view with one the other way up (players.jpg turned 210 degrees)."""
+        level's tilted look found is the turned view of an upright face that no turned level saw (the recogniser then
+        picks the view), or one of its own from turned_tilted_score, never in place of a turned level's view: scoring
+        higher, it replaced a good view with one the other way up (players.jpg turned 210 degrees)."""
         views: dict[int, Found] = {}
         alone = []
         boxes = np.array([face[0] for face in upright], np.float32).reshape(-1, 4)
@@ -231,10 +231,10 @@ class PyramidDetector:
             if _same_face(face[0], seen_turned, self.plan.nms_iou, self.plan.containment) is not None:
                 continue
             same = _same_face(face[0], boxes, self.plan.nms_iou, self.plan.containment)
-            if same is None:
-                alone.append((face, None))
-            else:
+            if same is not None:
                 views.setdefault(same, face)
+            elif face[2] >= self.plan.turned_tilted_score:
+                alone.append((face, None))
         return [(face, views.get(index)) for index, face in enumerate(upright)] + alone
 
     def _turned_levels(self, levels: list[float], width: int, height: int) -> list[float]:

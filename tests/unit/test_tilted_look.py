@@ -1,13 +1,15 @@
 """A tilted look's geometry (faces.engines.pyramid.TiltedLook): the crop is the candidate's surroundings turned
-about its centre, and what the detector finds there is turned back to the image's pixels."""
+about its centre, and what the detector finds there is turned back to the image's pixels; and what a turned level's
+tilted look adds to the faces (`PyramidDetector._upright_first`)."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from faces.engines.base import PHOTO_PLAN
-from faces.engines.pyramid import TiltedLook
+from faces.engines.pyramid import PyramidDetector, TiltedLook
 
 
 @pytest.fixture
@@ -58,3 +60,21 @@ def test_no_detection_overlapping_the_candidate_is_no_face():
     corner = np.array([[0, 0, 8, 8]], np.float32)
     assert look.verdict(box, corner, np.zeros((1, 5, 2), np.float32), np.array([0.9]), least_iou=0.3) is None
     assert look.verdict(box, np.zeros((0, 4)), np.zeros((0, 5, 2)), np.zeros(0), least_iou=0.3) is None
+
+
+def found(x: float, score: float, size: float = 60.0):
+    """A detection (box, landmarks, score) whose box starts at (x, 100)."""
+    return np.array([x, 100, x + size, 100 + size], np.float32), np.zeros((5, 2), np.float32), score
+
+
+def test_a_turned_levels_tilted_find_is_a_view_where_none_was_a_face_from_its_score_and_never_replaces_a_view():
+    upright = [found(0, 0.9), found(200, 0.8)]
+    turned = [found(2, 0.7)]  # the first upright face's turned view
+    tilted = [
+        found(1, 0.95),  # the first face again: its turned view stays the turned level's
+        found(201, 0.6),  # the second face, which no turned level saw: its view, whatever its score
+        found(400, 0.65),  # nothing else there, under turned_tilted_score: not a face
+        found(600, 0.75),  # nothing else there, from turned_tilted_score: a face of its own
+    ]
+    faces = PyramidDetector._upright_first(SimpleNamespace(plan=PHOTO_PLAN), upright, turned, tilted)
+    assert [(face[0][0], view and view[0][0]) for face, view in faces] == [(0, 2), (200, 201), (600, None)]
