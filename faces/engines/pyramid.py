@@ -57,9 +57,9 @@ look. Such a candidate (from `tilted_look_score`) is looked at again with its su
 `tilted_looks` (45 degrees each way), and what is found there is turned back: its landmarks exactly, its box the
 upright bounds of the ellipse inscribed in the tilted box, which is what the blur paints (`TiltedLook`). The turned
 levels do the same for a face tilted past a quarter turn (135 degrees: upside down and askew). What their tilted
-looks find is a face of its own, or the turned view of an upright face no turned level
-saw, never in place of a turned level's view: scoring higher, it replaced a good turned view with one the other way
-up (players.jpg turned 210 degrees). A selfie gets none.
+looks find is the turned view of an upright face no turned level saw, or a face of its own from
+`turned_tilted_score`, never in place of a turned level's view: scoring higher, it replaced a good turned view with
+one the other way up (players.jpg turned 210 degrees). A selfie gets none.
 
 The cost is mostly the finest level: fine_scale² times the photo's pixels, plus the
 tile overlaps and 1/9 for the coarser levels (about 1.2x the photo's pixels); the turned
@@ -384,8 +384,8 @@ class PyramidDetector:
 
     def _tilted_looks(self, image: np.ndarray, boxes: list[np.ndarray]) -> list[Found | None]:
         """Each candidate's surroundings turned by each of the plan's tilted_looks, as a second look sees them
-        (verify_width, verify_context): the best-scoring detection there that overlaps it, turned back (its box the
-        upright bounds of the tilted one); None where no angle finds one. The looks run together."""
+        (verify_width, verify_context): the best-scoring detection there that overlaps it, turned back
+        (`TiltedLook.verdict`); None where no angle finds one. The looks run together."""
         plan = self.plan
         if not boxes or not plan.tilted_looks:
             return []
