@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import face_recall  # its scenes and detectors
 from bench.plans import parse_plan
+from momentlens.devservices.samples import turned_onto_square
 
 TODAY = "today"
 CENTERFACE = face_recall.CENTERFACE
@@ -57,10 +58,8 @@ def tilted(face: np.ndarray, box: np.ndarray, angle: float) -> tuple[np.ndarray,
     height, width = face.shape[:2]
     mask = face_recall.feather_mask(width, height, box)[..., 0]
     side = int(np.ceil(np.hypot(width, height))) + 2
-    turn = cv2.getRotationMatrix2D((width / 2, height / 2), angle, 1.0)
-    turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
-    turned = cv2.warpAffine(face, turn, (side, side), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    turned_mask = cv2.warpAffine(mask, turn, (side, side), flags=cv2.INTER_LINEAR, borderValue=0)
+    turned, turn = turned_onto_square(face, angle, side, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    turned_mask, _ = turned_onto_square(mask, angle, side, flags=cv2.INTER_LINEAR, borderValue=0)
     centre = turn @ np.array([(box[0] + box[2]) / 2, (box[1] + box[3]) / 2, 1.0])
     return turned, turned_mask[..., None], centre
 
@@ -169,10 +168,7 @@ def turned_whole(image: np.ndarray, angle: float) -> tuple[np.ndarray, np.ndarra
     """The photo turned `angle` degrees counter-clockwise on a square that holds all of it (its edge pixels
     repeated past it), and the affine map from the photo's pixels to it."""
     height, width = image.shape[:2]
-    side = int(np.hypot(width, height)) + 8
-    turn = cv2.getRotationMatrix2D((width / 2, height / 2), angle, 1.0)
-    turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
-    return cv2.warpAffine(image, turn, (side, side), borderMode=cv2.BORDER_REPLICATE), turn
+    return turned_onto_square(image, angle, int(np.hypot(width, height)) + 8, borderMode=cv2.BORDER_REPLICATE)
 
 
 def outcome(engine, thresholds, image: np.ndarray, upright, angle: float, plan) -> str:

@@ -100,9 +100,8 @@ class ReadOrder:
             message = queries.read(cursor, self._vt_s)
             self._renders_in_a_row = 0
             if message is not None and is_privacy_job(message):
-                # Sent after this poll's first read, and read as the oldest message, hidden for the visibility timeout:
-                # a reader killed before its first heartbeat would leave the change unread that long (600 s in
-                # tests/test_reader_slots.py, which failed so once in a few dozen runs). Hidden as the lane hides one.
+                # Sent just after the lane's read: hidden for the visibility timeout, a reader killed before its first
+                # heartbeat would leave the change unread that long.
                 queries.extend_visibility(cursor, message.msg_id, self.privacy_vt_s)
         return message
 

@@ -38,12 +38,9 @@ def players(team) -> list:
 def askew(team) -> tuple[np.ndarray, np.ndarray]:
     """The team photo turned ASKEW_DEGREES counter-clockwise and scaled by SCALE on a grey square that holds all of
     it, and the affine map from the photo's pixels to it."""
-    height, width = team.shape[:2]
-    side = int(SCALE * (np.hypot(width, height) + 8))
-    turn = cv2.getRotationMatrix2D((width / 2, height / 2), ASKEW_DEGREES, SCALE)
-    turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
-    picture = cv2.warpAffine(team, turn, (side, side), flags=cv2.INTER_AREA, borderValue=(128, 128, 128))
-    return picture, turn
+    side = int(SCALE * (np.hypot(*team.shape[:2]) + 8))
+    grey = {"flags": cv2.INTER_AREA, "borderValue": (128, 128, 128)}
+    return samples.turned_onto_square(team, ASKEW_DEGREES, side, SCALE, **grey)
 
 
 def near(faces, box: np.ndarray, turn: np.ndarray) -> list:
@@ -105,11 +102,8 @@ def test_a_turned_levels_tilted_look_never_replaces_a_faces_turned_view(team):
     0.09 against his own photo, not 0.58, and a DNP Yao would stay visible."""
     engine = resident_engine()
     reference = engine.analyze(samples.read(samples.vectron_image("yaoming.jpg")), small_faces=False)[0].embedding
-    height, width = team.shape[:2]
-    side = int(np.hypot(width, height)) + 8
-    turn = cv2.getRotationMatrix2D((width / 2, height / 2), 210, 1.0)
-    turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
-    picture = cv2.warpAffine(team, turn, (side, side), borderMode=cv2.BORDER_REPLICATE)
+    side = int(np.hypot(*team.shape[:2])) + 8
+    picture, turn = samples.turned_onto_square(team, 210, side, borderMode=cv2.BORDER_REPLICATE)
     yao = samples.yao_ming_box(engine)
     centre = turn @ np.array([(yao[0] + yao[2]) / 2, (yao[1] + yao[3]) / 2, 1.0])
     (face,) = near_centre(engine.analyze(picture), centre, (yao[2] - yao[0]) / 2)
@@ -124,11 +118,9 @@ def six_faces_turned(group: np.ndarray, faces: list, angle: float) -> tuple[np.n
     for index, face in enumerate(faces):
         crop = samples.crop_around(group, face.box, margin=0.5)
         crop = cv2.resize(crop, None, fx=80 / crop.shape[1], fy=80 / crop.shape[1], interpolation=cv2.INTER_AREA)
-        height, width = crop.shape[:2]
-        side = int(np.hypot(width, height))
-        turn = cv2.getRotationMatrix2D((width / 2, height / 2), angle, 1.0)
-        turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
-        turned = cv2.warpAffine(crop, turn, (side, side), borderMode=cv2.BORDER_REPLICATE).astype(np.float32)
+        side = int(np.hypot(*crop.shape[:2]))
+        turned, _ = samples.turned_onto_square(crop, angle, side, borderMode=cv2.BORDER_REPLICATE)
+        turned = turned.astype(np.float32)
         ys, xs = np.mgrid[:side, :side]
         radius = np.hypot(xs - side / 2, ys - side / 2)
         alpha = np.clip((side * 0.42 - radius) / (side * 0.08), 0, 1)[..., None]

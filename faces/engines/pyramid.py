@@ -390,13 +390,11 @@ class PyramidDetector:
         if not boxes or not plan.tilted_looks:
             return []
         with self.watch("tilted looks"):
-            looks = [look for box in boxes for look in TiltedLook.around(image, box, plan)]
-            found = _run(self.passes, [(look.crop, look.size, look.size) for look in looks], plan.verify_score)
+            looks = [(box, look) for box in boxes for look in TiltedLook.around(image, box, plan)]
+            found = _run(self.passes, [(look.crop, look.size, look.size) for _, look in looks], plan.verify_score)
             verdicts = [
                 look.verdict(box, *result, least_iou=plan.verify_iou)
-                for box, look, result in zip(
-                    (box for box in boxes for _ in plan.tilted_looks), looks, found, strict=True
-                )
+                for (box, look), result in zip(looks, found, strict=True)
             ]
         per_box = itertools.batched(verdicts, len(plan.tilted_looks))
         return [max((v for v in group if v is not None), key=lambda v: v[2], default=None) for group in per_box]
@@ -516,11 +514,8 @@ class SecondLook:
         if not len(s):
             return None
         b = (b.reshape(-1, 2, 2) * self.back + self.offset).reshape(-1, 4)
-        overlaps = iou(box[None], b)[0]
-        if overlaps.max() < least_iou:
-            return None
-        best = int(np.argmax(np.where(overlaps >= least_iou, s, -1.0)))
-        return b[best], k[best] * self.back + self.offset, float(s[best])
+        best = _best_overlapping(box, b, s, least_iou)
+        return None if best is None else (b[best], k[best] * self.back + self.offset, float(s[best]))
 
 
 @dataclass(frozen=True)
@@ -576,12 +571,18 @@ class TiltedLook:
         axes = (b[:, 2:] - b[:, :2]) / 2
         reach = np.sqrt(((axes[:, None, :] * linear[None, :, :]) ** 2).sum(axis=2))
         bounds = np.concatenate([centres - reach, centres + reach], axis=1).astype(np.float32)
-        overlaps = iou(box[None], bounds)[0]
-        if overlaps.max() < least_iou:
+        best = _best_overlapping(box, bounds, s, least_iou)
+        if best is None:
             return None
-        best = int(np.argmax(np.where(overlaps >= least_iou, s, -1.0)))
-        points = (k[best] @ linear.T + shift).astype(np.float32)
-        return bounds[best], points, float(s[best])
+        return bounds[best], (k[best] @ linear.T + shift).astype(np.float32), float(s[best])
+
+
+def _best_overlapping(box: np.ndarray, boxes: np.ndarray, scores: np.ndarray, least_iou: float) -> int | None:
+    """The index of the best-scoring of `boxes` that overlaps `box` (IoU >= least_iou): a second look's verdict."""
+    overlaps = iou(box[None], boxes)[0]
+    if overlaps.max() < least_iou:
+        return None
+    return int(np.argmax(np.where(overlaps >= least_iou, scores, -1.0)))
 
 
 # ---- the detector's passes -----------------------------------------------------------

@@ -88,6 +88,16 @@ def yao_ming_box(engine) -> np.ndarray:
     return front[int(np.argmax(engine.embed_many(team, front).vectors @ reference))].box
 
 
+def turned_onto_square(image: np.ndarray, angle: float, side: int, scale: float = 1.0, **warp) -> tuple:
+    """`image` turned `angle` degrees counter-clockwise about its centre (and scaled by `scale`) onto a `side` x
+    `side` square, centred; `warp`: cv2.warpAffine's flags and border. (picture, the 2 x 3 map from `image`'s pixels
+    to the picture's)."""
+    height, width = image.shape[:2]
+    turn = cv2.getRotationMatrix2D((width / 2, height / 2), angle, scale)
+    turn[:, 2] += [side / 2 - width / 2, side / 2 - height / 2]
+    return cv2.warpAffine(image, turn, (side, side), **warp), turn
+
+
 def crop_around(image: np.ndarray, box, margin: float = 0.75) -> np.ndarray:
     """The pixels of `box` (x1, y1, x2, y2) and `margin` face widths around it, unscaled."""
     x1, y1, x2, y2 = (float(v) for v in box)
