@@ -234,8 +234,8 @@ def main() -> None:
     detectors = {name: face_recall.ours(engine, plan) for name, plan in plans.items()}
     if not args.no_centerface:
         detectors[CENTERFACE] = face_recall.centerface(threads=1)
-    made = scenes(args, face_recall.face_sources(engine))
-    report(measure(detectors, made), args)
+    if args.scenes:  # --scenes 0: the real photos alone
+        report(measure(detectors, scenes(args, face_recall.face_sources(engine))), args)
     if args.real:
         report_real(engine, plans, real_faces(engine, args.real, args.real_photos, args.seed), args.real_angles)
 

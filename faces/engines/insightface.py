@@ -175,18 +175,39 @@ class InsightFaceEngine(FaceEngine):
         plan: Plan | None = None,
         checkpoint: Checkpoint = never_stop,
     ) -> list[DetectedFace]:
+        plan = plan or self.pyramid.plan
         detections = self.detect(image, small_faces=small_faces, plan=plan, checkpoint=checkpoint)
         turned = [d.turned for d in detections if d.turned is not None]
         seen = self.embed_many(image, detections + turned)
         views = iter(range(len(detections), len(detections) + len(turned)))
-        margin = (plan or self.pyramid.plan).turned_norm_margin
-        faces = []
+        kept = []
         for row, detection in enumerate(detections):
             if detection.turned is not None:
-                detection, row = upright_first(detection, row, next(views), seen.norms, margin)
-            box, landmarks, score = detection.box, detection.landmarks, detection.score
-            faces.append(DetectedFace(box, landmarks, score, seen.vectors[row], self.name, float(seen.norms[row])))
-        return faces
+                detection, row = upright_first(detection, row, next(views), seen.norms, plan.turned_norm_margin)
+            kept.append(Seen(detection, seen.vectors[row], float(seen.norms[row])))
+        if small_faces:  # a reference selfie is looked at upright only, as by no turned level
+            kept = self._reoriented(image, kept, plan)
+        return [face.as_detected(self.name) for face in kept]
+
+    def _reoriented(self, image: np.ndarray, kept: list["Seen"], plan: Plan) -> list["Seen"]:
+        """Each face the recogniser sees poorly (Plan.reorient_norm) looked at turned by Plan.reorient_looks; where
+        that finds it another way up, the view the recogniser sees turned_norm_margin times better is kept."""
+        poor = [index for index, face in enumerate(kept) if face.norm < plan.reorient_norm]
+        boxes = [kept[index].detection.box for index in poor]
+        found = self.pyramid.planned(plan).looks_turned(image, boxes, plan.reorient_looks)
+        other_way = [
+            (index, _detection(view))
+            for index, view in zip(poor, found, strict=True)
+            if view is not None and placed_otherwise(kept[index].detection.landmarks, view[1], _width(view[0]))
+        ]
+        if not other_way:
+            return kept
+        seen = self.embed_many(image, [view for _, view in other_way])
+        reoriented = list(kept)
+        for (index, view), vector, norm in zip(other_way, seen.vectors, seen.norms, strict=True):
+            if norm >= plan.turned_norm_margin * kept[index].norm:
+                reoriented[index] = Seen(view, vector, float(norm))
+        return reoriented
 
     def detect(
         self,
@@ -247,6 +268,26 @@ def upright_first(
     return upright, row
 
 
+@dataclass(frozen=True)
+class Seen:
+    """A face's view the engine keeps, and what the recogniser made of it."""
+
+    detection: Detection
+    vector: np.ndarray
+    norm: float
+
+    def as_detected(self, engine_name: str) -> DetectedFace:
+        found = self.detection
+        return DetectedFace(found.box, found.landmarks, found.score, self.vector, engine_name, self.norm)
+
+
+def placed_otherwise(landmarks: np.ndarray, other: np.ndarray, width: float) -> bool:
+    """Whether two sets of five landmarks place a face's features apart, by more than a tenth of its width on
+    average: another view of it (another way up, or the same way seen better), whose crop the recogniser sees
+    differently."""
+    return float(np.linalg.norm(landmarks - other, axis=1).mean()) > 0.1 * width
+
+
 def mirrored_average(features: np.ndarray, mirrored: np.ndarray) -> Embedded:
     """(N, d) features of faces and of their mirror images -> their Embedded: unit vectors of the averaged unit
     features, zero-padded to 512, and the mean feature norm."""
@@ -272,6 +313,10 @@ def to_unit_512(vector: np.ndarray) -> np.ndarray:
 def _detection(found, turned: Detection | None = None) -> Detection:
     box, points, score = found
     return Detection(box.astype(np.float32), points.astype(np.float32), score, turned)
+
+
+def _width(box: np.ndarray) -> float:
+    return float(box[2] - box[0])
 
 
 def _padded_count(count: int, sizes: tuple[int, ...]) -> int:

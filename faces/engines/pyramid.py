@@ -147,12 +147,20 @@ class PyramidDetector:
         finest level is no larger than an overview (most places of a video frame searched between looks) has that
         level alone: one pass holds every face there whole, however large, as the overview would."""
         overview = self.overview_scale(width, height)
-        if (
-            self.passes is self.overview_passes
-            and self.plan.fine_scale * max(width, height) <= self.plan.overview_long_side
-        ):
-            return [max(self.plan.fine_scale, overview)]
-        return self._down_to(self.plan.fine_scale, overview)
+        finest = self.finest_scale(width, height)
+        if self.passes is self.overview_passes and finest * max(width, height) <= self.plan.overview_long_side:
+            return [max(finest, overview)]
+        return self._down_to(finest, overview)
+
+    def finest_scale(self, width: int, height: int) -> float:
+        """fine_scale, or more for a small picture (enlarged_long_side)."""
+        return self._enlarged(self.plan.fine_scale, self.plan.enlarged_long_side, width, height)
+
+    def _enlarged(self, scale: float, long_side: int | None, width: int, height: int) -> float:
+        """`scale`, or the picture enlarged to `long_side` (at most most_enlarged) where that is more."""
+        if long_side is None:
+            return scale
+        return max(scale, min(self.plan.most_enlarged, long_side / max(width, height)))
 
     def overview_scale(self, width: int, height: int) -> float:
         """The overview's scale: the whole image at overview_long_side, never enlarged."""
@@ -238,15 +246,17 @@ class PyramidDetector:
         return [(face, views.get(index)) for index, face in enumerate(upright)] + alone
 
     def _turned_levels(self, levels: list[float], width: int, height: int) -> list[float]:
-        """The upright levels below the finest, or a pyramid of their own from turned_scale down, so that a
-        coarser upright finest level (a cascade) does not take the turned levels coarser with it. With
+        """The upright levels below the finest, or a pyramid of their own from turned_scale (a small picture's
+        enlarged to turned_enlarged_long_side) down, so that a coarser upright finest level (a cascade) does not take
+        the turned levels coarser with it. With
         turned_whole_then_overview, a turned level that runs as one pass (every turn) is followed by the
         overview only: a tile drops the faces past its overlap for the next level, a whole pass drops none, and the
         overview sees those too large for SCRFD there."""
         plan = self.plan
         if plan.turned_scale is None:
             return levels[1:] or levels
-        turned = self._down_to(plan.turned_scale, levels[-1])
+        top = self._enlarged(plan.turned_scale, plan.turned_enlarged_long_side, width, height)
+        turned = self._down_to(top, levels[-1])
         if plan.turned_whole_then_overview:
             for index, scale in enumerate(turned[:-1]):
                 scaled_w, scaled_h = round(width * scale), round(height * scale)
@@ -383,20 +393,22 @@ class PyramidDetector:
             return [look.verdict(box, *result, least_iou=self.plan.verify_iou) for box, look, result in verdicts]
 
     def _tilted_looks(self, image: np.ndarray, boxes: list[np.ndarray]) -> list[Found | None]:
-        """Each candidate's surroundings turned by each of the plan's tilted_looks, as a second look sees them
+        """Each candidate seen by looks_turned at the plan's tilted_looks."""
+        with self.watch("tilted looks"):
+            return self.looks_turned(image, boxes, self.plan.tilted_looks)
+
+    def looks_turned(self, image: np.ndarray, boxes: list[np.ndarray], angles: tuple[float, ...]) -> list[Found | None]:
+        """Each face's (or candidate's) surroundings turned by each of `angles`, as a second look sees them
         (verify_width, verify_context): the best-scoring detection there that overlaps it, turned back
         (`TiltedLook.verdict`); None where no angle finds one. The looks run together."""
         plan = self.plan
-        if not boxes or not plan.tilted_looks:
-            return []
-        with self.watch("tilted looks"):
-            looks = [(box, look) for box in boxes for look in TiltedLook.around(image, box, plan)]
-            found = _run(self.passes, [(look.crop, look.size, look.size) for _, look in looks], plan.verify_score)
-            verdicts = [
-                look.verdict(box, *result, least_iou=plan.verify_iou)
-                for (box, look), result in zip(looks, found, strict=True)
-            ]
-        per_box = itertools.batched(verdicts, len(plan.tilted_looks))
+        if not boxes or not angles:
+            return [None] * len(boxes)
+        looks = [(box, look) for box in boxes for look in TiltedLook.around(image, box, plan, angles)]
+        seen = _run(self.passes, [(look.crop, look.size, look.size) for _, look in looks], plan.verify_score)
+        paired = zip(looks, seen, strict=True)
+        verdicts = [look.verdict(box, *found, least_iou=plan.verify_iou) for (box, look), found in paired]
+        per_box = itertools.batched(verdicts, len(angles))
         return [max((v for v in group if v is not None), key=lambda v: v[2], default=None) for group in per_box]
 
     def _surroundings(self, image: np.ndarray, box: np.ndarray, mirrored: bool, look_width: int) -> "SecondLook":
@@ -527,9 +539,9 @@ class TiltedLook:
     back: np.ndarray  # (2, 3) affine: detector px -> image px
 
     @classmethod
-    def around(cls, image: np.ndarray, box: np.ndarray, plan: Plan) -> list["TiltedLook"]:
+    def around(cls, image: np.ndarray, box: np.ndarray, plan: Plan, angles: tuple[float, ...]) -> list["TiltedLook"]:
         """The square a second look would see (verify_context box sizes, the candidate verify_width wide), turned
-        by each of plan.tilted_looks (degrees counter-clockwise); past the image's edges, the image mirrored. The
+        by each of `angles` (degrees counter-clockwise); past the image's edges, the image mirrored. The
         surroundings are cut and shrunk once for every angle."""
         x1, y1, x2, y2 = (float(v) for v in box)
         box_w = max(x2 - x1, 1.0)
@@ -551,7 +563,7 @@ class TiltedLook:
         to_around = np.array([[sx, 0.0, -left * sx], [0.0, sy, -top * sy], [0.0, 0.0, 1.0]])
         centre = ((cx - left) * sx, (cy - top) * sy)
         looks = []
-        for angle in plan.tilted_looks:
+        for angle in angles:
             turn = cv2.getRotationMatrix2D(centre, angle, factor / sx)
             turn[:, 2] += [size / 2 - centre[0], size / 2 - centre[1]]
             crop = cv2.warpAffine(around, turn, (size, size), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT_101)

@@ -21,7 +21,7 @@ def image() -> np.ndarray:
 @pytest.mark.parametrize("width", [32.0, 128.0])  # enlarged to verify_width, and shrunk to it
 def test_the_crop_is_the_candidate_turned_about_its_centre_and_maps_back(image, angle, width):
     box = np.array([150, 100, 150 + width, 100 + 1.2 * width], np.float32)
-    looks = TiltedLook.around(image, box, PHOTO_PLAN)
+    looks = TiltedLook.around(image, box, PHOTO_PLAN, PHOTO_PLAN.tilted_looks)
     assert len(looks) == len(PHOTO_PLAN.tilted_looks)
     look = looks[PHOTO_PLAN.tilted_looks.index(angle)]
     assert look.crop.shape == (look.size, look.size, 3)
@@ -39,7 +39,7 @@ def test_the_crop_is_the_candidate_turned_about_its_centre_and_maps_back(image, 
 def test_a_tilted_detection_comes_back_as_the_upright_bounds_of_its_ellipse_with_its_landmarks():
     image = np.zeros((300, 400, 3), np.uint8)
     box = np.array([150, 100, 214, 180], np.float32)  # 64 wide: no scaling
-    (look, _) = TiltedLook.around(image, box, PHOTO_PLAN)  # 45 degrees
+    (look, _) = TiltedLook.around(image, box, PHOTO_PLAN, PHOTO_PLAN.tilted_looks)  # 45 degrees
     half = look.size / 2
     found = np.array([[half - 32, half - 40, half + 32, half + 40]], np.float32)  # 64 x 80, centred in the look
     points = np.array([[[half, half - 40]] * 5], np.float32)  # all at the top of the box
@@ -56,7 +56,7 @@ def test_a_tilted_detection_comes_back_as_the_upright_bounds_of_its_ellipse_with
 def test_no_detection_overlapping_the_candidate_is_no_face():
     image = np.zeros((300, 400, 3), np.uint8)
     box = np.array([150, 100, 214, 180], np.float32)
-    (look, _) = TiltedLook.around(image, box, PHOTO_PLAN)
+    (look, _) = TiltedLook.around(image, box, PHOTO_PLAN, PHOTO_PLAN.tilted_looks)
     corner = np.array([[0, 0, 8, 8]], np.float32)
     assert look.verdict(box, corner, np.zeros((1, 5, 2), np.float32), np.array([0.9]), least_iou=0.3) is None
     assert look.verdict(box, np.zeros((0, 4)), np.zeros((0, 5, 2)), np.zeros(0), least_iou=0.3) is None
