@@ -195,8 +195,9 @@ class InsightFaceEngine(FaceEngine):
         poor = [index for index, face in enumerate(kept) if face.norm < plan.reorient_norm]
         boxes = [kept[index].detection.box for index in poor]
         found = self.pyramid.planned(plan).looks_turned(image, boxes, plan.reorient_looks)
+        # The view's box grows to hold the face's first box too: the blur must cover at least what it covered.
         other_way = [
-            (index, _detection(view))
+            (index, Detection(_union(view[0], kept[index].detection.box), view[1].astype(np.float32), view[2]))
             for index, view in zip(poor, found, strict=True)
             if view is not None and placed_otherwise(kept[index].detection.landmarks, view[1], _width(view[0]))
         ]
@@ -313,6 +314,10 @@ def to_unit_512(vector: np.ndarray) -> np.ndarray:
 def _detection(found, turned: Detection | None = None) -> Detection:
     box, points, score = found
     return Detection(box.astype(np.float32), points.astype(np.float32), score, turned)
+
+
+def _union(box: np.ndarray, other: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.minimum(box[:2], other[:2]), np.maximum(box[2:], other[2:])]).astype(np.float32)
 
 
 def _width(box: np.ndarray) -> float:
