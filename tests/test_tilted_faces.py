@@ -49,25 +49,18 @@ def near(faces, box: np.ndarray, turn: np.ndarray) -> list:
     return near_centre(faces, centre, SCALE * (box[2] - box[0]) / 2)
 
 
-# The askew picture is 900 px wide: a photo this small has its finest level enlarged (Plan.enlarged_long_side), where
-# SCRFD finds the tilted player upright; at 1x, as a 12 MP photo's finest level is, only a tilted look finds him.
-AT_1X = replace(PHOTO_PLAN, enlarged_long_side=None)
-
-
 def test_a_face_tilted_45_degrees_is_found_by_a_tilted_look_and_embeds_as_upright(askew, players):
     picture, turn = askew
     engine = resident_engine()
-    found = engine.analyze(picture, plan=AT_1X)
+    found = engine.analyze(picture)
     assert all(near(found, player.box, turn) for player in players), "every player's face is found"
 
     player = players[TILTED_PLAYER]
     (tilted,) = near(found, player.box, turn)
     assert float(tilted.embedding @ player.embedding) > 0.9, "its landmarks are turned back: it embeds as upright"
 
-    upright_only = engine.detect(picture, plan=replace(AT_1X, tilted_looks=()))
+    upright_only = engine.detect(picture, plan=replace(PHOTO_PLAN, tilted_looks=()))
     assert not near(upright_only, player.box, turn), "without the tilted looks the tilted face is lost"
-    enlarged = engine.detect(picture, plan=replace(PHOTO_PLAN, tilted_looks=()))
-    assert near(enlarged, player.box, turn), "the picture enlarged, SCRFD finds him without them"
 
 
 def test_a_selfie_gets_no_tilted_looks(askew, monkeypatch):

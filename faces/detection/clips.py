@@ -46,7 +46,7 @@ class ClipSchedule:
 
     # A video frame's look: the photo plan, cascade included, without the turned levels (five looks a second cannot
     # pay for them), its finest level at most 1.5x.
-    look_plan: Plan = Plan(fine_scale=1.5, turns=(), enlarged_long_side=None)  # noqa: RUF009 (frozen: one value for every schedule)
+    look_plan: Plan = Plan(fine_scale=1.5, turns=())  # noqa: RUF009 (frozen: one value for every schedule)
     # The detector pixels of a look's finest level, so its scale falls as the frame grows: 1.5x up to 720p, 1x at
     # 1080p (both 2.1 MP); with the cascade every look finds 24 px faces at every size (bench/media.py's coverage).
     look_detector_pixels: float = 1.5**2 * 1280 * 720

@@ -29,11 +29,6 @@ class Plan:
     # The finest level's scale: 24 px faces stay 24 px and the cascade finds the faint ones; 1.5x found fewer at 1.3x
     # the cost ("A cheaper first look: a cascade").
     fine_scale: float = 1.0
-    # A small picture's finest level is enlarged until its long side is this many detector px, at most
-    # most_enlarged times (None: never): SCRFD finds a 75 px face tilted 45 degrees at 2x, not at 1x, in a 224 px
-    # photo ("Small pictures enlarged").
-    enlarged_long_side: int | None = 1280
-    most_enlarged: float = 2.0
     # Each coarser level this much smaller: a tiled level keeps faces up to tile_overlap, >= tile_overlap / 3 px at
     # the next level, where SCRFD finds them.
     level_ratio: float = 3.0
@@ -109,9 +104,6 @@ class Plan:
     # The finest turned level's candidates from this score (None: score_threshold): its cascade finds turned
     # 32 px faces (16 px at 1/2x), as the upright 1.5x level of before found them sideways.
     turned_score_threshold: float | None = 0.15
-    # A small picture's finest turned level is enlarged until its long side is this many detector px (at most
-    # most_enlarged; None: never): a 224 px photo's face turned 135 degrees is found at 2x, not at 1x.
-    turned_enlarged_long_side: int | None = 640
     # A cascade's candidate under score_threshold is kept only this wide (detector px; None: any width): the faint
     # wider ones of a textured photo are textures ("Fewer second looks, fewer turned levels").
     cascade_max_width: float | None = 40.0

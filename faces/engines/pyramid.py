@@ -147,20 +147,12 @@ class PyramidDetector:
         finest level is no larger than an overview (most places of a video frame searched between looks) has that
         level alone: one pass holds every face there whole, however large, as the overview would."""
         overview = self.overview_scale(width, height)
-        finest = self.finest_scale(width, height)
-        if self.passes is self.overview_passes and finest * max(width, height) <= self.plan.overview_long_side:
-            return [max(finest, overview)]
-        return self._down_to(finest, overview)
-
-    def finest_scale(self, width: int, height: int) -> float:
-        """fine_scale, or more for a small picture (enlarged_long_side)."""
-        return self._enlarged(self.plan.fine_scale, self.plan.enlarged_long_side, width, height)
-
-    def _enlarged(self, scale: float, long_side: int | None, width: int, height: int) -> float:
-        """`scale`, or the picture enlarged to `long_side` (at most most_enlarged) where that is more."""
-        if long_side is None:
-            return scale
-        return max(scale, min(self.plan.most_enlarged, long_side / max(width, height)))
+        if (
+            self.passes is self.overview_passes
+            and self.plan.fine_scale * max(width, height) <= self.plan.overview_long_side
+        ):
+            return [max(self.plan.fine_scale, overview)]
+        return self._down_to(self.plan.fine_scale, overview)
 
     def overview_scale(self, width: int, height: int) -> float:
         """The overview's scale: the whole image at overview_long_side, never enlarged."""
@@ -246,17 +238,15 @@ class PyramidDetector:
         return [(face, views.get(index)) for index, face in enumerate(upright)] + alone
 
     def _turned_levels(self, levels: list[float], width: int, height: int) -> list[float]:
-        """The upright levels below the finest, or a pyramid of their own from turned_scale (a small picture's
-        enlarged to turned_enlarged_long_side) down, so that a coarser upright finest level (a cascade) does not take
-        the turned levels coarser with it. With
+        """The upright levels below the finest, or a pyramid of their own from turned_scale down, so that a
+        coarser upright finest level (a cascade) does not take the turned levels coarser with it. With
         turned_whole_then_overview, a turned level that runs as one pass (every turn) is followed by the
         overview only: a tile drops the faces past its overlap for the next level, a whole pass drops none, and the
         overview sees those too large for SCRFD there."""
         plan = self.plan
         if plan.turned_scale is None:
             return levels[1:] or levels
-        top = self._enlarged(plan.turned_scale, plan.turned_enlarged_long_side, width, height)
-        turned = self._down_to(top, levels[-1])
+        turned = self._down_to(plan.turned_scale, levels[-1])
         if plan.turned_whole_then_overview:
             for index, scale in enumerate(turned[:-1]):
                 scaled_w, scaled_h = round(width * scale), round(height * scale)
