@@ -44,9 +44,10 @@ class ClipSchedule:
     watch sees a change, and how a changed place is searched. docs/MEASUREMENTS.md, "Media cost and coverage" and
     "Clips and photos against their floor", has the figures."""
 
-    # A video frame's look: the photo plan, cascade included, without the turned levels (five looks a second cannot
-    # pay for them), its finest level at most 1.5x.
-    look_plan: Plan = Plan(fine_scale=1.5, turns=())  # noqa: RUF009 (frozen: one value for every schedule)
+    # A video frame's look: the photo plan, cascade included, without the turned levels and the looks at poorly seen
+    # faces turned (five looks a second cannot pay for them: the latter cost the 1080p clip 1.08x, "Faces seen the
+    # wrong way up"), its finest level at most 1.5x.
+    look_plan: Plan = Plan(fine_scale=1.5, turns=(), reorient_looks=())  # noqa: RUF009 (frozen: one value for every schedule)
     # The detector pixels of a look's finest level, so its scale falls as the frame grows: 1.5x up to 720p, 1x at
     # 1080p (both 2.1 MP); with the cascade every look finds 24 px faces at every size (bench/media.py's coverage).
     look_detector_pixels: float = 1.5**2 * 1280 * 720
