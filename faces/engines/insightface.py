@@ -192,7 +192,14 @@ class InsightFaceEngine(FaceEngine):
     def _reoriented(self, image: np.ndarray, kept: list["Seen"], plan: Plan) -> list["Seen"]:
         """Each face the recogniser sees poorly (Plan.reorient_norm) looked at turned by Plan.reorient_looks; where
         that finds it another way up, the view the recogniser sees turned_norm_margin times better is kept."""
-        poor = [index for index, face in enumerate(kept) if face.norm < plan.reorient_norm]
+        # A face the picture's edge cuts is not looked at (as by no tilted look): its clipped box is a sliver, whose
+        # look enlarged to a face's width would be megapixels; it is judged unsure by what the edge hides.
+        height, width = image.shape[:2]
+        poor = [
+            index
+            for index, face in enumerate(kept)
+            if face.norm < plan.reorient_norm and not _touches_the_edge(face.detection.box, width, height)
+        ]
         boxes = [kept[index].detection.box for index in poor]
         found = self.pyramid.planned(plan).looks_turned(image, boxes, plan.reorient_looks)
         # The view's box grows to hold the face's first box too: the blur must cover at least what it covered.
@@ -318,6 +325,10 @@ def _detection(found, turned: Detection | None = None) -> Detection:
 
 def _union(box: np.ndarray, other: np.ndarray) -> np.ndarray:
     return np.concatenate([np.minimum(box[:2], other[:2]), np.maximum(box[2:], other[2:])]).astype(np.float32)
+
+
+def _touches_the_edge(box: np.ndarray, width: int, height: int) -> bool:
+    return bool(box[0] <= 0 or box[1] <= 0 or box[2] >= width or box[3] >= height)
 
 
 def _width(box: np.ndarray) -> float:

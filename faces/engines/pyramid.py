@@ -534,7 +534,9 @@ class TiltedLook:
         by each of `angles` (degrees counter-clockwise); past the image's edges, the image mirrored. The
         surroundings are cut and shrunk once for every angle."""
         x1, y1, x2, y2 = (float(v) for v in box)
-        box_w = max(x2 - x1, 1.0)
+        # A sliver (a box the image's edge clipped) is enlarged no more than a face's proportions allow: its look
+        # would otherwise be megapixels.
+        box_w = max(x2 - x1, (y2 - y1) / 2, 1.0)
         side = plan.verify_context * max(box_w, y2 - y1)
         factor = plan.verify_width / box_w
         size = max(1, round(side * factor))

@@ -17,6 +17,14 @@ def image() -> np.ndarray:
     return np.random.default_rng(3).integers(0, 256, (300, 400, 3), dtype=np.uint8)
 
 
+def test_a_sliver_is_looked_at_no_larger_than_a_face(image):
+    """A face the image's edge cuts leaves a box 4 px wide and 145 tall: enlarged to verify_width it made 4,300 px
+    looks, seven of them a face (nine seconds for a 400 x 300 photo)."""
+    sliver = np.array([396, 60, 400, 205], np.float32)
+    (look,) = TiltedLook.around(image, sliver, PHOTO_PLAN, (45.0,))
+    assert look.size <= 2 * PHOTO_PLAN.verify_context * PHOTO_PLAN.verify_width
+
+
 @pytest.mark.parametrize("angle", [45.0, -45.0])
 @pytest.mark.parametrize("width", [32.0, 128.0])  # enlarged to verify_width, and shrunk to it
 def test_the_crop_is_the_candidate_turned_about_its_centre_and_maps_back(image, angle, width):
