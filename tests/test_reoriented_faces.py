@@ -16,6 +16,7 @@ import pytest
 from faces.engines import resident_engine
 from faces.engines.base import PHOTO_PLAN
 from faces.engines.insightface import placed_otherwise
+from faces.engines.pyramid import PyramidDetector
 from faces.thresholds import for_engine
 from momentlens.devservices import samples
 
@@ -35,11 +36,17 @@ def players(team) -> list:
 
 
 @pytest.fixture(scope="module")
-def turned(team, players) -> tuple[list, list, list]:
+def team_turned(team) -> tuple[np.ndarray, np.ndarray]:
+    """The team photo turned TURNED degrees on a square that holds all of it, and the map from its pixels there."""
+    side = int(np.hypot(*team.shape[:2])) + 8
+    return samples.turned_onto_square(team, TURNED, side, borderMode=cv2.BORDER_REPLICATE)
+
+
+@pytest.fixture(scope="module")
+def turned(team_turned, players) -> tuple[list, list, list]:
     """For each player: his faces in the photo turned TURNED degrees, with and without the looks, and his upright
     face."""
-    side = int(np.hypot(*team.shape[:2])) + 8
-    picture, turn = samples.turned_onto_square(team, TURNED, side, borderMode=cv2.BORDER_REPLICATE)
+    picture, turn = team_turned
     engine = resident_engine()
     looked, unlooked = engine.analyze(picture), engine.analyze(picture, plan=WITHOUT)
     rows = []
@@ -73,6 +80,29 @@ def test_a_reoriented_face_keeps_at_least_the_box_it_had(turned):
             assert (after.box[2:] >= before.box[2:] - 1e-3).all()
             changed += not np.allclose(after.box, before.box)
     assert changed, "some faces took a turned look's view"
+
+
+def test_only_whole_faces_as_wide_as_a_turned_level_finds_are_looked_at(team, team_turned, monkeypatch):
+    """The crowd behind the team (10-17 px, seen poorly) gets no looks, nor a face the edge cuts (a sliver's look
+    would be megapixels); the players turned 135 degrees do."""
+    looked = []
+    looks_turned = PyramidDetector.looks_turned
+
+    def counted(self, image, boxes, angles):
+        if angles == PHOTO_PLAN.reorient_looks:  # not a candidate's tilted look
+            looked.extend((box, image.shape[:2]) for box in boxes)
+        return looks_turned(self, image, boxes, angles)
+
+    monkeypatch.setattr(PyramidDetector, "looks_turned", counted)
+    faces = resident_engine().analyze(team)
+    poor_and_narrow = [f for f in faces if f.embedding_norm < PHOTO_PLAN.reorient_norm and f.box[2] - f.box[0] < 32]
+    assert len(poor_and_narrow) > 20, "the crowd is seen poorly"
+    resident_engine().analyze(team_turned[0])
+    assert looked, "players turned are looked at"
+    for box, (height, width) in looked:
+        assert box[2] - box[0] >= 32, "a crowd face was looked at"
+        assert (box[:2] > 0).all()
+        assert (box[2:] < [width, height]).all()
 
 
 def test_landmarks_placed_otherwise():

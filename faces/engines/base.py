@@ -122,6 +122,9 @@ class Plan:
     reorient_looks: tuple[float, ...] = (45.0, 90.0, 135.0, 180.0, 225.0, 270.0, 315.0)
     # Real faces seen the right way up have norms of 21-25 here; the wrong way up, 15-20.
     reorient_norm: float = 21.0
+    # Only faces this wide (image px): a crowd's 10-17 px faces are nearly all under reorient_norm, and seven looks
+    # each would cost a crowd photo dearly; the turned levels find no turned face narrower either.
+    reorient_least_width: float = 32.0
 
 
 # A photo's plan, and the engine's own (faces/engines/__init__.py builds the engine on it).

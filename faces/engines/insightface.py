@@ -198,7 +198,9 @@ class InsightFaceEngine(FaceEngine):
         poor = [
             index
             for index, face in enumerate(kept)
-            if face.norm < plan.reorient_norm and not _touches_the_edge(face.detection.box, width, height)
+            if face.norm < plan.reorient_norm
+            and _width(face.detection.box) >= plan.reorient_least_width
+            and not _touches_the_edge(face.detection.box, width, height)
         ]
         boxes = [kept[index].detection.box for index in poor]
         found = self.pyramid.planned(plan).looks_turned(image, boxes, plan.reorient_looks)
