@@ -204,9 +204,11 @@ class InsightFaceEngine(FaceEngine):
         ]
         boxes = [kept[index].detection.box for index in poor]
         found = self.pyramid.planned(plan).looks_turned(image, boxes, plan.reorient_looks)
-        # The view's box grows to hold the face's first box too: the blur must cover at least what it covered.
+        # The view's box grows to hold the face's first box too (the blur must cover at least what it covered), within
+        # the picture, as every face's box.
+        inside = np.array([width, height, width, height], np.float32)
         other_way = [
-            (index, Detection(_union(view[0], kept[index].detection.box), view[1].astype(np.float32), view[2]))
+            (index, Detection(np.clip(_union(view[0], kept[index].detection.box), 0, inside), view[1], view[2]))
             for index, view in zip(poor, found, strict=True)
             if view is not None and placed_otherwise(kept[index].detection.landmarks, view[1], _width(view[0]))
         ]
@@ -326,7 +328,7 @@ def _detection(found, turned: Detection | None = None) -> Detection:
 
 
 def _union(box: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.minimum(box[:2], other[:2]), np.maximum(box[2:], other[2:])]).astype(np.float32)
+    return np.concatenate([np.minimum(box[:2], other[:2]), np.maximum(box[2:], other[2:])])
 
 
 def _touches_the_edge(box: np.ndarray, width: int, height: int) -> bool:
