@@ -190,8 +190,9 @@ class InsightFaceEngine(FaceEngine):
         return [face.as_detected(self.name) for face in kept]
 
     def _reoriented(self, image: np.ndarray, kept: list["Seen"], plan: Plan) -> list["Seen"]:
-        """Each face the recogniser sees poorly (Plan.reorient_norm) looked at turned by Plan.reorient_looks; where
-        that finds it another way up, the view the recogniser sees turned_norm_margin times better is kept."""
+        """Each whole face the recogniser sees poorly (Plan.reorient_norm, reorient_least_width) looked at turned by
+        Plan.reorient_looks; where that places its landmarks otherwise, the view the recogniser sees
+        turned_norm_margin times better is kept."""
         # A face the picture's edge cuts is not looked at (as by no tilted look): its clipped box is a sliver, whose
         # look enlarged to a face's width would be megapixels; it is judged unsure by what the edge hides.
         height, width = image.shape[:2]
