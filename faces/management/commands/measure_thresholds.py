@@ -11,9 +11,11 @@ width, head turn, detector score, embedding norm, the face's light, and the same
 re-encoded, or darkened) the share of the members' own faces left visible and the share of strangers' faces
 blurred; the ROC between them at flat thresholds; per member the mean and worst share of strangers blurred;
 events with 1, 5 and 20 DNP members (strangers blurred per event, by condition too); one reference per
-member against three; the recommended `Thresholds` line and a two-fold check of the rule. A set too small
-to recommend from gets its tables and one line saying why there is no recommendation. Progress goes to
-stderr. Nothing is written anywhere. docs/ARCHITECTURE.md §6 and docs/MEASUREMENTS.md cite the output.
+member against three; each decision with its blur bars calibrated per reference and without; the
+recommended `Thresholds` line and a two-fold check of the rule. A set too small to recommend from gets its
+tables and one line saying why there is no recommendation. Progress goes to stderr. Nothing is written, but
+with `--population FILE`: the set's population (faces/population.py), which calibrates the bars.
+docs/ARCHITECTURE.md §6 and docs/MEASUREMENTS.md cite the output.
 """
 
 import functools
@@ -42,7 +44,15 @@ from faces.measurement.probes import (
     references,
 )
 from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, highest_lead, two_fold
-from faces.measurement.verdicts import Pairs, blurred, blurred_among_members, explained, verdict, verdict_of
+from faces.measurement.verdicts import (
+    Pairs,
+    blurred,
+    blurred_among_members,
+    explained,
+    population_of,
+    verdict,
+    verdict_of,
+)
 from faces.thresholds import Thresholds, for_engine
 
 
@@ -93,12 +103,17 @@ class Command(BaseCommand):
             "--min-face", type=float, default=REPORT.probing.min_face, help="group_ faces narrower (px) are ignored"
         )
         parser.add_argument(
+            "--population",
+            type=Path,
+            help="write the set's population here (faces/populations/ENGINE.npz): what calibrates the blur bars",
+        )
+        parser.add_argument(
             "--also",
             type=thresholds_of,
             help="another decision to show beside them, as Thresholds fields: 'match=0.4,blur=0.3,cluster=0.45'",
         )
 
-    def handle(self, *args, directory: Path, derived_per_person: int, min_face: float, also, **options):
+    def handle(self, *args, directory: Path, derived_per_person: int, min_face: float, also, population, **options):
         if not directory.is_dir():
             raise CommandError(f"{directory} is not a folder (it should hold one folder of photos per person)")
         if sum(1 for path in directory.iterdir() if path.is_dir()) < 2:
@@ -113,6 +128,8 @@ class Command(BaseCommand):
         derived = [one for one in seen if isinstance(one, Probe)]
         pairs = Pairs.of(probes + derived, chosen)
         self._header(engine.name, probes, chosen, seen, pairs, time.monotonic() - started)
+        if population is not None:
+            self._write_population(population, probes, chosen)
         decisions = {"committed": for_engine(engine.name)}
         try:
             recommended, _, budget = for_goals(pairs, REPORT.rule)
@@ -126,11 +143,19 @@ class Command(BaseCommand):
         self._members(pairs, decisions)
         self._events(pairs, decisions)
         self._others_members(pairs, chosen, decisions)
+        self._calibrated_or_not(pairs, decisions)
         self._several_references(probes + derived, decisions)
         self._calibrations(pairs, chosen)
         self._found(pairs, decisions)
         self._clusters(probes, decisions)
         self._recommendation(pairs, recommended, budget)
+
+    def _write_population(self, path: Path, probes: list[Probe], chosen: dict[str, Probe]) -> None:
+        made = population_of(probes, chosen)
+        if made is None:
+            raise CommandError("a population needs two people or more")
+        made.save(path)
+        self.stdout.write(f"population of {len(probes)} faces written to {path} (centre {made.centre:.3f})")
 
     def _skipped(self, path: Path, reason: str) -> None:
         self.stderr.write(f"skipped {path}: {reason}")
@@ -292,6 +317,32 @@ class Command(BaseCommand):
                     f"| {per_member.strangers_mean:.2%} | {per_member.strangers_worst:.2%} | "
                     + " | ".join(f"{one.strangers_mean:.2%} | {one.strangers_worst:.2%}" for one in events)
                     + " |"
+                )
+
+    def _calibrated_or_not(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
+        """Each decision with its blur bars calibrated per reference and with flat bars: own faces visible, strangers
+        blurred per member and in events of five, on the faces as taken; own faces visible in every condition."""
+        as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
+        size = REPORT.rule.goals.event_size
+        self.stdout.write(
+            "\n## Blur bars calibrated per reference\n\nEach reference's bars moved by the set's population "
+            "without the member's own faces (faces/population.py), or left flat; faces as taken, then own faces in "
+            f"every condition.\n\n| decision | bars | own faces visible | strangers blurred per member: mean "
+            f"| worst | events of {size}: mean | worst | own faces visible, every condition |"
+            "\n|---|---|---:|---:|---:|---:|---:|---:|"
+        )
+        taken = pairs.subset(as_taken)
+        for name, thresholds in decisions.items():
+            for bars, calibrated in (("calibrated", True), ("flat", False)):
+                # clear_match has no part in the blur decision: left out, a raised bar need not stay under it.
+                blur = blurred(pairs, replace(thresholds, calibrated=calibrated, clear_match=None))
+                found, everywhere = verdict_of(taken, blur[as_taken]), verdict_of(pairs, blur)
+                event = events_of(pairs, blur, size, as_taken, REPORT.rule.draws)
+                in_events = "- | -" if event is None else f"{event.strangers_mean:.2%} | {event.strangers_worst:.2%}"
+                self.stdout.write(
+                    f"| {name} | {bars} | {found.visible}/{found.faces} ({found.visible_share:.2%}) "
+                    f"| {found.strangers_mean:.2%} | {found.strangers_worst:.2%} | {in_events} "
+                    f"| {everywhere.visible}/{everywhere.faces} ({everywhere.visible_share:.2%}) |"
                 )
 
     def _events_by_condition(self, pairs: Pairs, outcomes: dict[str, np.ndarray]) -> None:
@@ -481,8 +532,14 @@ def thresholds_of(text: str) -> Thresholds:
         name, _, value = part.partition("=")
         if name.strip() not in Thresholds.__dataclass_fields__:
             raise CommandError(f"--also: {name.strip()!r} is no field of Thresholds")
-        fields[name.strip()] = float(value)
+        fields[name.strip()] = _value(value.strip())
     return Thresholds(**{"match": None, "blur": None, "cluster": None} | fields)
+
+
+def _value(text: str) -> float | bool:
+    """A field's value: a number, or True / False (`calibrated`)."""
+    flags = {"true": True, "false": False}
+    return flags[text.lower()] if text.lower() in flags else float(text)
 
 
 def _scores(scores: list) -> str:
@@ -501,7 +558,7 @@ def thresholds_line(thresholds: Thresholds) -> str:
         f"turned_face={thresholds.turned_face:g}, weak_norm={thresholds.weak_norm:g}, "
         f"unsure_norm={thresholds.unsure_norm:g}, cluster_merge={_or_never(thresholds.cluster_merge)}, "
         f"clear_match={_or_never(thresholds.clear_match)}, clear_norm={thresholds.clear_norm:g}, "
-        f"explained_lead={_or_never(thresholds.explained_lead)})"
+        f"explained_lead={_or_never(thresholds.explained_lead)}, calibrated={thresholds.calibrated})"
     )
 
 
