@@ -170,12 +170,26 @@ def calibrated_similarity(embeddings: np.ndarray, probes: list[Probe], reference
 def population_of(probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> Population | None:
     """The population of the set's faces as taken, its centre the median reach of the members' references, each
     without their own faces (as `calibrated_similarity` measures it); None with fewer than two people."""
-    chosen = {member: np.array([one.embedding for one in _listed(own)]) for member, own in references.items()}
-    calibrating = _calibrating(probes, chosen)
+    calibrating = _calibrating(probes, _embeddings(references))
     if calibrating is None:
         return None
     moments, populations = calibrating
     return moments.without(None, next(iter(populations.values())).centre)
+
+
+def bar_moves(probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> np.ndarray | None:
+    """How far each member's reference moves its bars, without their own faces in the population (R,); None with
+    fewer than two people."""
+    chosen = _embeddings(references)
+    calibrating = _calibrating(probes, chosen)
+    if calibrating is None:
+        return None
+    _, populations = calibrating
+    return np.concatenate([populations[member].shifts(own) for member, own in chosen.items()])
+
+
+def _embeddings(references: dict[str, Probe | list[Probe]]) -> dict[str, np.ndarray]:
+    return {member: np.array([one.embedding for one in _listed(own)]) for member, own in references.items()}
 
 
 def _calibrating(probes: list[Probe], references: dict) -> tuple[Moments, dict[str, Population]] | None:

@@ -46,6 +46,7 @@ from faces.measurement.probes import (
 from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, highest_lead, two_fold
 from faces.measurement.verdicts import (
     Pairs,
+    bar_moves,
     blurred,
     blurred_among_members,
     explained,
@@ -143,7 +144,7 @@ class Command(BaseCommand):
         self._members(pairs, decisions)
         self._events(pairs, decisions)
         self._others_members(pairs, chosen, decisions)
-        self._calibrated_or_not(pairs, decisions)
+        self._calibrated_or_not(pairs, decisions, bar_moves(probes, chosen))
         self._several_references(probes + derived, decisions)
         self._calibrations(pairs, chosen)
         self._found(pairs, decisions)
@@ -319,15 +320,16 @@ class Command(BaseCommand):
                     + " |"
                 )
 
-    def _calibrated_or_not(self, pairs: Pairs, decisions: dict[str, Thresholds]) -> None:
+    def _calibrated_or_not(self, pairs: Pairs, decisions: dict[str, Thresholds], moves: np.ndarray | None) -> None:
         """Each decision with its blur bars calibrated per reference and with flat bars: own faces visible, strangers
         blurred per member and in events of five, on the faces as taken; own faces visible in every condition."""
         as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
         size = REPORT.rule.goals.event_size
+        moved = "" if moves is None else f" (the references' bars move from {moves.min():+.3f} to {moves.max():+.3f})"
         self.stdout.write(
             "\n## Blur bars calibrated per reference\n\nEach reference's bars moved by the set's population "
-            "without the member's own faces (faces/population.py), or left flat; faces as taken, then own faces in "
-            f"every condition.\n\n| decision | bars | own faces visible | strangers blurred per member: mean "
+            f"without the member's own faces (faces/population.py){moved}, or left flat; faces as taken, then own "
+            f"faces in every condition.\n\n| decision | bars | own faces visible | strangers blurred per member: mean "
             f"| worst | events of {size}: mean | worst | own faces visible, every condition |"
             "\n|---|---|---:|---:|---:|---:|---:|---:|"
         )
