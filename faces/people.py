@@ -60,12 +60,13 @@ class Candidates:
         )
 
     def reaching_dnp(self, threshold: float) -> np.ndarray:
-        """(U,) bool: the members who are not DNP any of whose references reaches a DNP member's at `threshold`
-        (that reference's bar: moved by its shift)."""
+        """(U,) bool: the members who are not DNP any of whose references reaches a DNP member's at `threshold`,
+        or at that reference's bar where it is moved down (never where it is raised: a selfie that vouches for faces
+        gets no benefit of the doubt)."""
         of_dnp = self.dnp[self.owners]
         between = self.references @ self.references[of_dnp].T  # (R, references of DNP members)
         if self.shifts is not None:
-            between = between - self.shifts[of_dnp][None, :]
+            between = between - np.minimum(self.shifts[of_dnp], 0.0)[None, :]
         reaching = np.zeros(len(self.user_ids), dtype=bool)
         np.logical_or.at(reaching, self.owners, (between >= threshold).any(axis=1))
         return reaching & ~self.dnp
@@ -162,7 +163,10 @@ class PhotoMatch:
     def of(cls, faces, candidates, similarity, judgement: thresholds.Judgement, calibrated=None) -> "PhotoMatch":
         """The match of faces whose similarities to the candidates are `similarity`, as the thresholds judge
         them; `calibrated`: what the blur decision compares instead (Candidates.calibrated; None: `similarity`)."""
-        similar = _reaching(similarity if calibrated is None else calibrated, judgement.blur_at)
+        similar = _reaching(
+            similarity if calibrated is None else blur_scores(similarity, calibrated, judgement.clear),
+            judgement.blur_at,
+        )
         matchable = _reaching(similarity, judgement.match_at)
         return cls(
             faces,
@@ -258,6 +262,13 @@ class PhotoMatch:
             bool(others[row]) or (bool(reaches[row, own].any()) and matched[row] != viewer)
             for row in range(len(self.faces))
         ]
+
+
+def blur_scores(similarity: np.ndarray, calibrated: np.ndarray, clear: np.ndarray) -> np.ndarray:
+    """(F, U): what the blur decision compares with each face's threshold. A reference's bar moves both ways for a
+    face seen clearly (`clear`: whole, not seen poorly), only down for the rest: a poorly seen face's similarity says
+    too little to give a stranger the benefit of a raised bar."""
+    return np.where(np.asarray(clear, dtype=bool)[:, None], calibrated, np.maximum(similarity, calibrated))
 
 
 def _reaching(similarity: np.ndarray, thresholds_at: list[float | None]) -> np.ndarray | None:

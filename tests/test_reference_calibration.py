@@ -1,10 +1,12 @@
 """Each DNP reference's blur bar moves by how near strangers come to it (faces/population.py), with real faces and
 the committed population: Yao Ming's selfie (yaoming.jpg) is one that strangers rarely come near, so his bar is
 lowered and a face of his under the flat bar is blurred; one of t1's six is a face strangers often come near, so
-its bar is raised and a stranger just over the flat bar stays visible. Each test sets the flat bar between the two
-bars the face is judged by, from the similarity the engine reads, and checks both decisions on the same faces."""
+its bar is raised and a stranger seen clearly just over the flat bar stays visible (one seen poorly does not).
+Each test sets the flat bar between the two bars the face is judged by, from the similarity the engine reads, and
+checks both decisions on the same faces."""
 
 import dataclasses
+import math
 
 import numpy as np
 import pytest
@@ -26,12 +28,22 @@ from tests.support import factories
 pytestmark = [pytest.mark.usefixtures("media_storage"), pytest.mark.django_db]
 
 
-def judged_at(monkeypatch, measured: thresholds.Thresholds, flat_bar: float, *, calibrated: bool) -> None:
-    """The engine's thresholds with every face's flat bar at `flat_bar` (seen well or poorly), nobody unsure, and
-    `match` out of the way: only the blur decision is tried."""
+def judged_at(
+    monkeypatch, measured: thresholds.Thresholds, flat_bar: float, *, calibrated: bool, poorly: bool = False
+) -> None:
+    """The engine's thresholds with every face's flat bar at `flat_bar`, every face seen clearly (`poorly`: every
+    face seen poorly, as a turned one is), nobody unsure, and `match` out of the way: only the blur decision is
+    tried."""
     bar = round(flat_bar, 4)
     judged = dataclasses.replace(
-        measured, blur=bar, poor_face_blur=bar, unsure_norm=0, match=1.0, clear_match=None, calibrated=calibrated
+        measured,
+        blur=bar,
+        poor_face_blur=bar,
+        turned_face=0.0 if poorly else math.inf,
+        unsure_norm=0,
+        match=1.0,
+        clear_match=None,
+        calibrated=calibrated,
     )
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, judged)
 
@@ -99,6 +111,9 @@ def test_a_selfie_strangers_often_reach_raises_its_bar_and_leaves_a_stranger_ove
     assert nearest.id not in blurred_ids(photo, size)
     judged_at(monkeypatch, test_thresholds, flat_bar, calibrated=False)
     assert nearest.id in blurred_ids(photo, size), "a flat bar blurs the stranger: the calibration kept them visible"
+    # Seen poorly, a face says too little to be given a raised bar: blurred as under the flat one.
+    judged_at(monkeypatch, test_thresholds, flat_bar, calibrated=True, poorly=True)
+    assert nearest.id in blurred_ids(photo, size)
 
 
 def test_the_event_candidates_carry_each_references_shift(test_thresholds, monkeypatch, group_faces):

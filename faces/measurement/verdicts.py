@@ -14,6 +14,7 @@ from functools import cached_property
 import numpy as np
 
 from faces.measurement.probes import AS_TAKEN, Probe
+from faces.people import blur_scores
 from faces.population import Moments, Population
 from faces.thresholds import FaceView, Thresholds
 
@@ -149,8 +150,11 @@ def blurred_among_members(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
 
 def blur_similarity(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
     """(P, M): what the blur decision compares with its thresholds: calibrated where the thresholds are (and the set
-    can be: two people or more), else the raw similarity."""
-    return pairs.calibrated if thresholds.calibrated and pairs.calibrated is not None else pairs.similarity
+    can be: two people or more), as the worker calibrates it (faces.people.blur_scores), else the raw similarity."""
+    if not thresholds.calibrated or pairs.calibrated is None:
+        return pairs.similarity
+    clear = np.array([not thresholds.seen_poorly(one.quality) for one in pairs.probes], dtype=bool)
+    return blur_scores(pairs.similarity, pairs.calibrated, clear)
 
 
 def calibrated_similarity(embeddings: np.ndarray, probes: list[Probe], references: dict) -> np.ndarray | None:
