@@ -193,7 +193,7 @@ def test_thresholds(monkeypatch):
         poor_face_blur=0.09,
         turned_face=0.5,
         weak_norm=0,
-        unsure_norm=15,
+        unsure_norm=14,
         cluster_merge=0.40,
         clear_match=0.35,
         clear_norm=21,

@@ -111,7 +111,7 @@ def pair_selfie(group: np.ndarray, left, right) -> np.ndarray:
 def in_the_dark_behind(selfie: np.ndarray, box) -> np.ndarray:
     """`selfie` with the face at `box` as a dim, out-of-focus guest behind the subject: a sixth of the light
     blurred and with sensor noise, still found at its size but too poorly seen for the recogniser to judge
-    (embedding norm 14.7 once uploaded as a JPEG; buffalo_s's unsure_norm is 15)."""
+    (embedding norm 14.7 once uploaded as a JPEG: under an unsure_norm of 15, which its test sets)."""
     x1, y1, x2, y2 = (int(v) for v in box)
     reach = (x2 - x1) // 4
     dimmed = selfie.copy()
