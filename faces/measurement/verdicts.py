@@ -34,6 +34,9 @@ class Pairs:
     # (P, M): `similarity` less each reference's bar shift (faces/population.py), the population made of the set's
     # faces as taken without the member's own; what a calibrated blur decision compares. None: not known.
     calibrated: np.ndarray | None = None
+    # (M,): how far each member's bars move down at most (0 where none does): a selfie that vouches is held to the
+    # lowered bar (faces.people.Candidates.reaching_dnp). None: not known.
+    lowered: np.ndarray | None = None
 
     @classmethod
     def of(cls, probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> "Pairs":
@@ -54,15 +57,15 @@ class Pairs:
         )
         references = [np.array([one.embedding for one in chosen[member]], dtype=np.float32) for member in members]
         between = np.array([[float((a @ b.T).max()) for b in references] for a in references]).reshape(len(members), -1)
-        calibrated = calibrated_similarity(embeddings, probes, dict(zip(members, references, strict=True)))
-        return cls(probes, members, similarity, same & ~is_reference, ~same, between, calibrated)
+        calibrated, lowered = calibrated_similarity(embeddings, probes, dict(zip(members, references, strict=True)))
+        return cls(probes, members, similarity, same & ~is_reference, ~same, between, calibrated, lowered)
 
     def subset(self, rows: np.ndarray) -> "Pairs":
         """The pairs of the probes `rows` selects (a bool mask over the probes)."""
         probes = [one for one, keep in zip(self.probes, rows, strict=True) if keep]
         calibrated = None if self.calibrated is None else self.calibrated[rows]
         parts = (self.similarity[rows], self.genuine[rows], self.stranger[rows])
-        return Pairs(probes, self.members, *parts, self.between, calibrated)
+        return Pairs(probes, self.members, *parts, self.between, calibrated, self.lowered)
 
     def leaving_out(self, images: set) -> "Pairs":
         """The pairs with no photo of `images` counted as a member's own face (every reference photo of a
@@ -79,8 +82,9 @@ class Pairs:
         members = [member for member, keep in zip(self.members, columns, strict=True) if keep]
         between = None if self.between is None else self.between[columns][:, columns]
         calibrated = None if kept.calibrated is None else kept.calibrated[:, columns]
+        lowered = None if kept.lowered is None else kept.lowered[columns]
         parts = (part[:, columns] for part in (kept.similarity, kept.genuine, kept.stranger))
-        return Pairs(kept.probes, members, *parts, between, calibrated)
+        return Pairs(kept.probes, members, *parts, between, calibrated, lowered)
 
     @cached_property
     def head_turn(self) -> np.ndarray:
@@ -122,14 +126,15 @@ def explained(pairs: Pairs, thresholds: Thresholds, dnp) -> np.ndarray:
     """(P,) bool: the probes that a member outside `dnp` (column indexes: the event's DNP members) explains, where
     every other person of the set is a member of the event with their reference: matched to one of them, and more
     similar to them than to any DNP member by `explained_lead`, their own selfie not reaching any DNP member's at
-    `blur` (faces.people.PhotoMatch.explained)."""
+    `blur`, lowered by that member's shift where the bars are calibrated (faces.people.PhotoMatch.explained)."""
     lead = thresholds.explained_lead
     if lead is None or thresholds.match is None:
         return np.zeros(len(pairs.probes), dtype=bool)
     vouching = np.ones(len(pairs.members), dtype=bool)
     vouching[dnp] = False
     if pairs.between is not None:
-        vouching &= pairs.between[:, dnp].max(axis=1) < thresholds.blur
+        lowered = pairs.lowered if thresholds.calibrated and pairs.lowered is not None else np.zeros(len(pairs.members))
+        vouching &= (pairs.between[:, dnp] - lowered[dnp][None, :]).max(axis=1) < thresholds.blur
     # As the worker: the member a probe is matched to is its most similar one, who must vouch.
     matched = pairs.similarity.argmax(axis=1)
     best = pairs.similarity.max(axis=1)
@@ -157,18 +162,22 @@ def blur_similarity(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
     return blur_scores(pairs.similarity, pairs.calibrated, clear)
 
 
-def calibrated_similarity(embeddings: np.ndarray, probes: list[Probe], references: dict) -> np.ndarray | None:
-    """(P, M): each probe's best similarity over each member's `references` ((R, 512) each) less that reference's bar
-    shift, the population of the set's faces as taken without the member's own: a member of an event is not among
-    the people who made the engine's population. None with fewer than two people (no stranger to make one of)."""
+def calibrated_similarity(embeddings: np.ndarray, probes: list[Probe], references: dict) -> tuple:
+    """((P, M): each probe's best similarity over each member's `references` ((R, 512) each) less that reference's
+    bar shift; (M,): each member's lowest shift, never above 0), the population of the set's faces as taken without
+    the member's own: a member of an event is not among the people who made the engine's population. (None, None)
+    with fewer than two people (no stranger to make one of)."""
     calibrating = _calibrating(probes, references)
     if calibrating is None:
-        return None
+        return None, None
     _, populations = calibrating
     result = np.empty((len(probes), len(references)), dtype=np.float32)
+    lowered = np.zeros(len(references), dtype=np.float32)
     for column, (member, own) in enumerate(references.items()):
-        result[:, column] = (embeddings @ own.T - populations[member].shifts(own)[None, :]).max(axis=1)
-    return result
+        shifts = populations[member].shifts(own)
+        result[:, column] = (embeddings @ own.T - shifts[None, :]).max(axis=1)
+        lowered[column] = min(float(shifts.min()), 0.0)
+    return result, lowered
 
 
 def population_of(probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> Population | None:
