@@ -73,7 +73,8 @@ class Candidates:
 
     def lowest_shift(self, users: list) -> float:
         """The lowest bar shift of `users`' references (0.0 when none moves): the lowest their bars sit below flat."""
-        columns = [column for column, user in enumerate(self.user_ids) if user in set(users)]
+        wanted = set(users)
+        columns = [column for column, user in enumerate(self.user_ids) if user in wanted]
         if self.shifts is None or not columns:
             return 0.0
         return float(self.shifts[np.isin(self.owners, columns)].min())
@@ -82,10 +83,12 @@ class Candidates:
         """(F, U): each face's best cosine similarity over each candidate's references."""
         return self._best_per_user(embeddings @ self.references.T)
 
-    def calibrated(self, embeddings: np.ndarray) -> np.ndarray:
-        """(F, U): `similarities`, each reference's less its bar shift: what the blur decision compares."""
+    def scores(self, embeddings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """((F, U) `similarities`, (F, U) the same with each reference's less its bar shift: what the blur decision
+        compares), from one product of the faces with the references."""
         per_reference = embeddings @ self.references.T
-        return self._best_per_user(per_reference if self.shifts is None else per_reference - self.shifts[None, :])
+        shifted = per_reference if self.shifts is None else per_reference - self.shifts[None, :]
+        return self._best_per_user(per_reference), self._best_per_user(shifted)
 
     def _best_per_user(self, per_reference: np.ndarray) -> np.ndarray:
         result = np.full((len(per_reference), len(self.user_ids)), -1.0, dtype=np.float32)
@@ -155,14 +158,14 @@ class PhotoMatch:
         candidates = candidates or Candidates.for_event(event_id, engine)
         embeddings = np.array([face.embedding for face in faces], dtype=np.float32).reshape(-1, EMBEDDING_DIMENSIONS)
         judgement = thresholds.judge_stored(engine, faces, size)
-        similarity, calibrated = candidates.similarities(embeddings), candidates.calibrated(embeddings)
+        similarity, calibrated = candidates.scores(embeddings)
         match = cls.of(faces, candidates, similarity, judgement, calibrated)
         return match.by_track() if faces and faces[0].track is not None else match
 
     @classmethod
     def of(cls, faces, candidates, similarity, judgement: thresholds.Judgement, calibrated=None) -> "PhotoMatch":
         """The match of faces whose similarities to the candidates are `similarity`, as the thresholds judge
-        them; `calibrated`: what the blur decision compares instead (Candidates.calibrated; None: `similarity`)."""
+        them; `calibrated`: what the blur decision compares instead (Candidates.scores; None: `similarity`)."""
         similar = _reaching(
             similarity if calibrated is None else blur_scores(similarity, calibrated, judgement.clear),
             judgement.blur_at,

@@ -12,6 +12,7 @@ were they normal. The bar moves by the reference's reach less a typical referenc
 """
 
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,7 @@ class Population:
     def reach(self, references: np.ndarray) -> np.ndarray:
         """(R,): how far strangers' similarities to each reference reach."""
         references = np.asarray(references, dtype=np.float64).reshape(-1, EMBEDDING_DIMENSIONS)
-        variance = np.einsum("ij,jk,ik->i", references, self.covariance, references)
+        variance = ((references @ self.covariance) * references).sum(axis=1)  # rᵀΣr, one matrix product for all
         return references @ self.mean + CALIBRATION.spread * np.sqrt(np.maximum(variance, 0.0))
 
     def shifts(self, references: np.ndarray) -> np.ndarray:
@@ -52,12 +53,16 @@ class Population:
         return np.clip(self.reach(references) - self.centre, CALIBRATION.lowest, CALIBRATION.highest)
 
     def save(self, path: Path) -> None:
+        """Written whole, then moved into place: a worker starting meanwhile reads the old file or the new one."""
+        path = Path(path)
+        partial = path.with_name(f".{path.name}.partial.npz")
         np.savez_compressed(
-            path,
+            partial,
             mean=self.mean.astype(np.float32),
             covariance=self.covariance.astype(np.float16),  # its precision moves no bar by 1e-4
             centre=np.float64(self.centre),
         )
+        os.replace(partial, path)
 
     @classmethod
     def load(cls, path: Path) -> "Population":

@@ -126,8 +126,9 @@ def test_the_event_candidates_carry_each_references_shift(test_thresholds, monke
     assert np.allclose(candidates.shifts, expected, atol=1e-6)
     per_user = np.empty(len(candidates.user_ids))
     per_user[candidates.owners] = expected  # one reference each
-    calibrated = candidates.calibrated(candidates.references)
-    assert np.allclose(calibrated, candidates.similarities(candidates.references) - per_user[None, :], atol=1e-6)
+    similarity, calibrated = candidates.scores(candidates.references)
+    assert np.allclose(similarity, candidates.similarities(candidates.references))
+    assert np.allclose(calibrated, similarity - per_user[None, :], atol=1e-6)
 
 
 def test_hide_first_reaches_a_published_face_under_the_flat_bar_within_a_lowered_one(monkeypatch, test_thresholds):

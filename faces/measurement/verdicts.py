@@ -180,25 +180,17 @@ def calibrated_similarity(embeddings: np.ndarray, probes: list[Probe], reference
     return result, lowered
 
 
-def population_of(probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> Population | None:
-    """The population of the set's faces as taken, its centre the median reach of the members' references, each
-    without their own faces (as `calibrated_similarity` measures it); None with fewer than two people."""
-    calibrating = _calibrating(probes, _embeddings(references))
-    if calibrating is None:
-        return None
-    moments, populations = calibrating
-    return moments.without(None, next(iter(populations.values())).centre)
-
-
-def bar_moves(probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> np.ndarray | None:
-    """How far each member's reference moves its bars, without their own faces in the population (R,); None with
-    fewer than two people."""
+def set_population(probes: list[Probe], references: dict[str, Probe | list[Probe]]) -> tuple | None:
+    """(the population of the set's faces as taken, its centre the median reach of the members' references; and how
+    far each reference moves its bars (R,), without its member's own faces, as `calibrated_similarity` measures
+    it); None with fewer than two people."""
     chosen = _embeddings(references)
     calibrating = _calibrating(probes, chosen)
     if calibrating is None:
         return None
-    _, populations = calibrating
-    return np.concatenate([populations[member].shifts(own) for member, own in chosen.items()])
+    moments, populations = calibrating
+    moves = np.concatenate([populations[member].shifts(own) for member, own in chosen.items()])
+    return moments.without(None, next(iter(populations.values())).centre), moves
 
 
 def _embeddings(references: dict[str, Probe | list[Probe]]) -> dict[str, np.ndarray]:

@@ -46,11 +46,10 @@ from faces.measurement.probes import (
 from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, highest_lead, two_fold
 from faces.measurement.verdicts import (
     Pairs,
-    bar_moves,
     blurred,
     blurred_among_members,
     explained,
-    population_of,
+    set_population,
     verdict,
     verdict_of,
 )
@@ -129,8 +128,9 @@ class Command(BaseCommand):
         derived = [one for one in seen if isinstance(one, Probe)]
         pairs = Pairs.of(probes + derived, chosen)
         self._header(engine.name, probes, chosen, seen, pairs, time.monotonic() - started)
+        made = set_population(probes, chosen)
         if population is not None:
-            self._write_population(population, probes, chosen)
+            self._write_population(population, made, len(probes))
         decisions = {"committed": for_engine(engine.name)}
         try:
             recommended, _, budget = for_goals(pairs, REPORT.rule)
@@ -144,19 +144,19 @@ class Command(BaseCommand):
         self._members(pairs, decisions)
         self._events(pairs, decisions)
         self._others_members(pairs, chosen, decisions)
-        self._calibrated_or_not(pairs, decisions, bar_moves(probes, chosen))
+        self._calibrated_or_not(pairs, decisions, None if made is None else made[1])
         self._several_references(probes + derived, decisions)
         self._calibrations(pairs, chosen)
         self._found(pairs, decisions)
         self._clusters(probes, decisions)
         self._recommendation(pairs, recommended, budget)
 
-    def _write_population(self, path: Path, probes: list[Probe], chosen: dict[str, Probe]) -> None:
-        made = population_of(probes, chosen)
+    def _write_population(self, path: Path, made: tuple | None, faces: int) -> None:
         if made is None:
             raise CommandError("a population needs two people or more")
-        made.save(path)
-        self.stdout.write(f"population of {len(probes)} faces written to {path} (centre {made.centre:.3f})")
+        population, _ = made
+        population.save(path)
+        self.stdout.write(f"population of {faces} faces written to {path} (centre {population.centre:.3f})")
 
     def _skipped(self, path: Path, reason: str) -> None:
         self.stderr.write(f"skipped {path}: {reason}")
