@@ -201,7 +201,7 @@ class StageTimer:
         self._wrap(InsightFaceEngine, "detect", "detect")
         self._wrap(InsightFaceEngine, "embed_many", "embed")
         self._wrap(photo_jobs, "match_faces", "match")
-        self._wrap(photo_jobs, "cluster_faces", "match")
+        self._wrap(photo_jobs, "name_and_cluster", "match")
         self._wrap(files, "plan_files", "match")
         self._wrap(painters, "blur_face", "blur")
         self._wrap(painters, "blur_rectangle", "blur")

@@ -199,6 +199,9 @@ class Face(models.Model):
     # How well the recogniser saw a face (faces/thresholds.py); None for faces stored before it was kept.
     embedding_norm = models.FloatField(null=True)
     matched_user_id = models.UUIDField(null=True)
+    # The face of another photo of the event this one was matched through (faces/links.py); None: matched by the
+    # member's references, or unmatched.
+    matched_through = models.UUIDField(null=True)
     similarity = models.FloatField(null=True)
     unknown_cluster = models.ForeignKey(UnknownCluster, on_delete=models.SET_NULL, null=True, related_name="faces")
     created_at = models.DateTimeField(auto_now_add=True)

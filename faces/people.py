@@ -135,6 +135,8 @@ class PhotoMatch:
     # (F, U): each face reaches each candidate at its own match threshold (faces.thresholds.Thresholds.match_for);
     # None when `match` is not measured (nobody is matched).
     matchable: np.ndarray | None
+    # (F,): each face seen well and whole (Judgement.clear), face by face even in a track: a witness of who it is.
+    clear: np.ndarray
     # Per file, the public one (None) first, then one for each DNP member matched in the photo (their own face
     # unblurred): which faces it blurs (`blurred`). What a render plans its files from (faces/rendering/files.py).
     by_file: dict[uuid.UUID | None, list[bool]] = field(init=False, repr=False, compare=False)
@@ -180,6 +182,7 @@ class PhotoMatch:
             judgement.unsure,
             judgement.too_poor,
             matchable,
+            judgement.clear,
         )
 
     def by_track(self) -> "PhotoMatch":
@@ -202,7 +205,7 @@ class PhotoMatch:
             for reached in (part for part in (similar, matchable) if part is not None):
                 reached[rows] = reached[rows].any(axis=0)
         return PhotoMatch(
-            self.faces, self.candidates, similarity, self.thresholds, similar, unsure, too_poor, matchable
+            self.faces, self.candidates, similarity, self.thresholds, similar, unsure, too_poor, matchable, self.clear
         )
 
     def best(self) -> list[tuple[uuid.UUID | None, float | None]]:
@@ -282,10 +285,11 @@ def _reaching(similarity: np.ndarray, thresholds_at: list[float | None]) -> np.n
 
 
 def record_matches(match: PhotoMatch) -> None:
-    """Store each face's matched user and similarity."""
+    """Store each face's matched user and similarity, as the members' references decide (a link it had is
+    dropped: faces.links makes it again if it still holds)."""
     for face, (user, similarity) in zip(match.faces, match.best(), strict=True):
-        face.matched_user_id, face.similarity = user, similarity
-    Face.objects.bulk_update(match.faces, ["matched_user_id", "similarity"])
+        face.matched_user_id, face.similarity, face.matched_through = user, similarity, None
+    Face.objects.bulk_update(match.faces, ["matched_user_id", "similarity", "matched_through"])
 
 
 def match_faces(photo, size: tuple[int, int], faces: list[Face] | None = None) -> PhotoMatch | None:
@@ -309,16 +313,16 @@ def match_of(photo, size: tuple[int, int] | None, faces: list[Face] | None = Non
 CLUSTER_LOCK = 0x4D4C434C
 
 
-def cluster_faces(match: PhotoMatch | None) -> None:
-    """Cluster the matched photo's unmatched faces, under its event's cluster lock. A face too poorly seen to
-    judge (a track's: when all its faces are) joins no cluster: its embedding would pull a centroid anywhere.
+def cluster_faces(match: PhotoMatch, others: list[Face] = ()) -> None:
+    """Cluster the matched photo's unmatched faces, and `others` (faces of other photos whose match changed), under
+    its event's cluster lock. A face too poorly seen to judge (a track's: when all its faces are) joins no cluster:
+    its embedding would pull a centroid anywhere.
 
     The lock is held until the transaction ends: the face pass calls this last, after its files are
     uploaded, so a second reader waits only for the cluster writes and the commit.
     """
-    if match is not None:
-        judged = [face for face, too_poor in zip(match.faces, match.too_poor, strict=True) if not too_poor]
-        assign_clusters(judged, match.thresholds)
+    judged = [face for face, too_poor in zip(match.faces, match.too_poor, strict=True) if not too_poor]
+    assign_clusters(judged + list(others), match.thresholds)
 
 
 def assign_clusters(faces: list[Face], rule: thresholds.Thresholds) -> None:
@@ -334,7 +338,7 @@ def assign_clusters(faces: list[Face], rule: thresholds.Thresholds) -> None:
         return
     lock_event_clusters(work[0].event_id)
     # Faces now matched leave first: a merge below may delete the cluster one of them was read in.
-    for identity in sorted(_identities(work), key=lambda identity: identity[0].matched_user_id is None):
+    for identity in sorted(identities(work), key=lambda identity: identity[0].matched_user_id is None):
         if identity[0].matched_user_id is not None:
             for face in identity:
                 _leave_cluster(face)
@@ -346,16 +350,12 @@ def assign_clusters(faces: list[Face], rule: thresholds.Thresholds) -> None:
                 face.unknown_cluster = cluster
 
 
-def _identities(faces: list[Face]) -> list[list[Face]]:
-    """The faces of one track together; a still's faces (no track) one by one."""
-    tracks: dict[int, list[Face]] = {}
-    alone = []
+def identities(faces: list[Face]) -> list[list[Face]]:
+    """A still's faces one by one; the faces of one clip's track together."""
+    groups: dict[tuple, list[Face]] = {}
     for face in faces:
-        if face.track is None:
-            alone.append([face])
-        else:
-            tracks.setdefault(face.track, []).append(face)
-    return alone + list(tracks.values())
+        groups.setdefault((face.photo_id, face.id if face.track is None else face.track), []).append(face)
+    return list(groups.values())
 
 
 def lock_event_clusters(event_id) -> None:

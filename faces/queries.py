@@ -46,6 +46,33 @@ FACES_OF_PHOTOS = """
     FROM faces WHERE photo_id = ANY(%s) ORDER BY photo_id, id
 """
 
+# Members found through their event's faces (faces.links). The faces of an event (3) and engine (4), outside a
+# photo (5), that no member is matched to and that were seen well enough to judge (an embedding norm of (6) or
+# more), within cosine distance (2) of one of some embeddings (1, pgvector's text form); locked, those another
+# transaction holds skipped: that one is a job of their own photo, which links them itself once this one commits.
+UNMATCHED_NEAR = """
+    SELECT face.id
+    FROM faces AS face
+    WHERE EXISTS (
+        SELECT 1 FROM unnest(%s::text[]) AS near (embedding) WHERE (face.embedding <=> near.embedding::vector) <= %s
+    )
+      AND face.event_id = %s AND face.engine = %s AND face.photo_id <> %s
+      AND face.matched_user_id IS NULL AND face.embedding_norm >= %s
+    FOR UPDATE OF face SKIP LOCKED
+"""
+# The source faces within cosine distance (2) of one of some embeddings (1), nearest first, with their member and
+# similarity: faces of an event (3) and engine (4), matched to one of some users (5), outside a photo (6), by the
+# member's references at a similarity of (7) or more (not through another face).
+SOURCES_NEAR = """
+    SELECT source.id, source.matched_user_id, max(1 - (source.embedding <=> near.embedding::vector)) AS similarity
+    FROM faces AS source
+    JOIN unnest(%s::text[]) AS near (embedding) ON (source.embedding <=> near.embedding::vector) <= %s
+    WHERE source.event_id = %s AND source.engine = %s AND source.matched_user_id = ANY(%s)
+      AND source.photo_id <> %s AND source.matched_through IS NULL AND source.similarity >= %s
+    GROUP BY source.id, source.matched_user_id
+    ORDER BY similarity DESC
+"""
+
 # The pgvector check (faces.checks): the installed extension's version, no row when it is not installed.
 PGVECTOR_VERSION = "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
 # What the pgvector check's hint tells an operator to run where it is missing. The worker never runs it: the

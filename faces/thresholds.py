@@ -132,6 +132,11 @@ class Thresholds:
     # population, within its bounds): down for a reference strangers rarely reach, up for one they often do. False:
     # no bar moves, unmeasured.
     calibrated: bool = False
+    # A face its member's references do not reach is matched to them through the event's faces (faces/links.py):
+    # when it is this similar to a face of another photo of the event that their references matched at `match`,
+    # and to no other member's such face. Above every stranger pair of a face with such a face measured on the
+    # set; None: never, unmeasured.
+    link: float | None = None
 
     def __post_init__(self):
         if self.match is not None and self.blur is not None and self.blur > self.match:
@@ -232,6 +237,7 @@ THRESHOLDS: dict[str, Thresholds] = {
         clear_norm=21,
         explained_lead=0.30,
         calibrated=True,
+        link=0.50,
     ),
     # buffalo_l: not measured here (its weights cannot be fetched here): fails closed
     # until an operator measures it on the server (docs/OPERATIONS.md).

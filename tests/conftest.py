@@ -199,6 +199,7 @@ def test_thresholds(monkeypatch):
         clear_norm=21,
         explained_lead=0.30,
         calibrated=True,
+        link=0.50,
     )
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, measured)
     return measured

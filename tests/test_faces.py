@@ -11,8 +11,9 @@ from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.geometry import iou
 from faces.jobs.reference_process import reference_process
+from faces.links import name_and_cluster
 from faces.models import EventMember, Face, SubjectReference, UnknownCluster
-from faces.people import Candidates, cluster_faces, match_faces
+from faces.people import Candidates, match_faces
 from faces.publication import faces_blurred_in
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
@@ -23,9 +24,9 @@ pytestmark = pytest.mark.usefixtures("media_storage")
 
 
 def match_and_cluster(photo, size):
-    """What the face path does after detection, the render aside: match, then cluster."""
+    """What the face path does after detection, the render aside: match, then link and cluster."""
     match = match_faces(photo, size)
-    cluster_faces(match)
+    name_and_cluster(match)
     return match
 
 

@@ -52,6 +52,7 @@ def test_photo_report_shows_faces_matches_clusters_and_files(published_event):
     assert len([row for row in text.splitlines() if row.startswith("  face ")]) == 6
     matched = next(row for row in text.splitlines() if f"matched={user}" in row)
     assert "similarity=0.9" in matched
+    assert "through=-" in matched, "matched by the member's reference"
     assert text.count("cluster=-") == 1, "five unmatched faces sit in Unknown clusters, the match in none"
     variant = PhotoVariant.objects.get(photo=photo)
     assert f"public file {photo.public_key} exists=True" in text
@@ -66,7 +67,7 @@ def test_event_report_shows_states_dnp_members_clusters_and_archived_jobs(publis
     assert f"photo {photo.id} state=published v1 faces=6" in text
     assert "own_files=1" in text
     assert f"dnp {user} references=ready=1" in text
-    assert f"found {user} photos=1 faces=1" in text, "the DNP member matched in the group photo"
+    assert f"found {user} photos=1 faces=1 through_faces=0" in text, "the DNP member matched in the group photo"
     assert "unknown_clusters=5" in text
     assert text.count(" faces=1\n") >= 5, "each cluster with its size"
     assert "archived_jobs=1" in text

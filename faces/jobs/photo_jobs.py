@@ -9,9 +9,10 @@ from faces.checkpoint import Checkpoint
 from faces.detection import detect_and_store
 from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
+from faces.links import name_and_cluster
 from faces.media import Media, MediaKind, read_object
 from faces.models import Event, EventMember, Photo
-from faces.people import PhotoMatch, cluster_faces, match_faces
+from faces.people import PhotoMatch, match_faces
 from faces.publication import plan_of, unpublish
 from faces.rendering.files import render_and_publish
 from faces.rendering.sweep import sweep_after_commit
@@ -55,7 +56,7 @@ def reprocess(payload: dict, ctx: JobContext) -> dict:
         # A published photo whose files would not change is not rendered again: its matches are recorded.
         match = match_faces(photo, (photo.width, photo.height))
         if plan_of(photo, match) == photo.render_plan:
-            cluster_faces(match)
+            name_and_cluster(match)
             return {"faces": len(match.faces) if match else 0, "files": 0, "detail": "unchanged"}
         return publish_path(photo, media.open(read_object(photo.upload_key)), match, ctx.checkpoint)
     return face_path(photo, ctx)
@@ -117,7 +118,7 @@ def publish_path(photo: Photo, upload: Media, match: PhotoMatch | None, checkpoi
     nothing before it depends on the clusters.
     """
     files = render_and_publish(photo, upload, match, checkpoint)
-    cluster_faces(match)
+    name_and_cluster(match)
     _sweep_when_committed(photo)
     return {"faces": len(match.faces) if match else 0, "files": files, **_rendered_because(upload)}
 

@@ -203,13 +203,49 @@ def _match_at(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
     return np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
 
 
-def found(pairs: Pairs, thresholds: Thresholds, rows: np.ndarray) -> Found:
-    """What matching finds among the probes `rows` selects (a bool mask over pairs.probes), each probe at its own
-    match threshold."""
+def matched(pairs: Pairs, thresholds: Thresholds, through_faces: bool = False) -> np.ndarray:
+    """(P, M) bool: each probe matched to each member, by the member's reference (faces/people.py: the most similar
+    member, at or above the probe's own match threshold); with `through_faces`, also through the set's faces, the
+    whole set one event (faces/links.py: `link_reach`)."""
     best = pairs.similarity.argmax(axis=1)
     picked = np.arange(len(pairs.probes))
-    reached = pairs.similarity[picked, best] >= _match_at(pairs, thresholds)
-    right = pairs.genuine[picked, best]
+    direct = np.zeros(pairs.similarity.shape, dtype=bool)
+    direct[picked, best] = pairs.similarity[picked, best] >= _match_at(pairs, thresholds)
+    if not through_faces or thresholds.link is None:
+        return direct
+    near = link_reach(pairs, sources(pairs, thresholds, direct)) >= thresholds.link
+    judged = np.array([not thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    near &= (judged & ~direct.any(axis=1))[:, None]
+    return direct | (near & (near.sum(axis=1) == 1)[:, None])
+
+
+def sources(pairs: Pairs, thresholds: Thresholds, direct: np.ndarray) -> np.ndarray:
+    """(P, M) bool: the faces a link may rest on (faces/links.py), of those `direct` matches: matched at `match`
+    and seen clearly."""
+    clear = np.array([not thresholds.seen_poorly(one.quality) for one in pairs.probes], dtype=bool)
+    return direct & (pairs.similarity >= thresholds.match) & clear[:, None]
+
+
+def link_reach(pairs: Pairs, sources: np.ndarray) -> np.ndarray:
+    """(P, M): each probe's highest similarity to a `sources` probe of each member ((P, M) bool: a face their
+    reference matched at `match`) of another image; -1 where a member has none."""
+    embeddings = np.array([one.embedding for one in pairs.probes], dtype=np.float32).reshape(len(pairs.probes), -1)
+    images = np.array([str(one.image) for one in pairs.probes])
+    reach = np.full(sources.shape, -1.0, dtype=np.float32)
+    for column in range(sources.shape[1]):
+        rows = np.flatnonzero(sources[:, column])
+        if rows.size:
+            similarity = embeddings @ embeddings[rows].T
+            similarity[images[:, None] == images[rows][None, :]] = -1.0
+            reach[:, column] = similarity.max(axis=1)
+    return reach
+
+
+def found(pairs: Pairs, thresholds: Thresholds, rows: np.ndarray, through_faces: bool = False) -> Found:
+    """What matching finds among the probes `rows` selects (a bool mask over pairs.probes), each probe at its own
+    match threshold; with `through_faces`, links too (`matched`)."""
+    named = matched(pairs, thresholds, through_faces)
     members = rows & pairs.genuine.any(axis=1)
-    wrong = rows & reached & pairs.stranger[picked, best]
-    return Found(int((members & reached & right).sum()), int(members.sum()), int(wrong.sum()))
+    own = (named & pairs.genuine).any(axis=1)
+    wrong = rows & (named & pairs.stranger).any(axis=1)
+    return Found(int((members & own).sum()), int(members.sum()), int(wrong.sum()))

@@ -148,6 +148,10 @@ def recommend(
     clear, clear_norm = clear_match(pairs, rule, match)
     clear = None if clear is not None and clear < blur + raised else clear  # a clear face matched to X reaches X's bar
     lead = explained_lead(pairs, rule, Thresholds(match, None, None, unsure_norm=unsure))
+    seen = Thresholds(
+        match, None, None, None, rule.small_face_px, turned, weak, unsure, clear_match=clear, clear_norm=clear_norm
+    )
+    linked = link(pairs, rule, seen)
     chosen = Thresholds(
         match,
         blur,
@@ -162,6 +166,7 @@ def recommend(
         clear_norm=clear_norm,
         explained_lead=lead,
         calibrated=calibrated,
+        link=linked,
     )
     return chosen, verdict(pairs, chosen)
 
@@ -296,6 +301,20 @@ def clear_match(pairs: Pairs, rule: Rule, match: float) -> tuple[float | None, f
         if own > best:
             best, chosen = own, (value, norm)
     return chosen if chosen is not None else (None, math.inf)
+
+
+def link(pairs: Pairs, rule: Rule, shape: Thresholds) -> float | None:
+    """`link`: `match`'s rule on the pairs a link could name wrongly (`highest_link_pair`): above every one of them.
+    None: no such pair."""
+    highest = highest_link_pair(pairs, shape)
+    return None if highest is None else _above(highest, rule)
+
+
+def highest_link_pair(pairs: Pairs, shape: Thresholds) -> float | None:
+    """The highest similarity of a face to a face of someone else that a link may rest on (`people.sources`, as
+    `shape` matches and sees faces); None: no such pair."""
+    reach = people.link_reach(pairs, people.sources(pairs, shape, people.matched(pairs, shape)))[pairs.stranger]
+    return float(reach.max()) if (reach > -1.0).any() else None
 
 
 def explained_lead(pairs: Pairs, rule: Rule, shape: Thresholds) -> float | None:

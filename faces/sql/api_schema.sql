@@ -94,6 +94,7 @@ CREATE TABLE faces (
     track               integer,                    -- faces of one clip linked across frames; NULL for stills
     embedding_norm      real,                       -- the recogniser's feature norm: how well it saw a face
     matched_user_id     uuid,
+    matched_through     uuid,                       -- the face of the event it was matched through (faces/links.py)
     similarity          real,
     unknown_cluster_id  uuid REFERENCES unknown_clusters (id) ON DELETE SET NULL,
     created_at          timestamptz NOT NULL DEFAULT now()
@@ -101,3 +102,4 @@ CREATE TABLE faces (
 CREATE INDEX faces_photo_idx ON faces (photo_id);
 CREATE INDEX faces_event_idx ON faces (event_id);
 CREATE INDEX faces_unknown_cluster_idx ON faces (unknown_cluster_id);
+CREATE INDEX faces_matched_through_idx ON faces (matched_through) WHERE matched_through IS NOT NULL;

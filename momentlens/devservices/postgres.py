@@ -20,15 +20,15 @@ SCHEMA_SQL = ROOT / "faces" / "sql" / "api_schema.sql"
 # columns (which a dev database made from an older mirror lacks) and the queue's indexes.
 DATABASE_SQL = ROOT / "deploy" / "database.sql"
 QUEUE_NAME = "jobs"
-# Present when the queue, its two indexes and the seven columns of faces/sql/worker_columns.sql are.
+# Present when the queue, its two indexes and the eight columns of faces/sql/worker_columns.sql are.
 WORKER_PART_PRESENT = """
     SELECT to_regclass('pgmq.q_jobs') IS NOT NULL
        AND to_regclass('pgmq.q_jobs_waiting_idx') IS NOT NULL
        AND to_regclass('pgmq.q_jobs_message_idx') IS NOT NULL
-       AND (SELECT count(*) = 7 FROM information_schema.columns
+       AND (SELECT count(*) = 8 FROM information_schema.columns
             WHERE table_schema = 'public' AND (table_name, column_name) IN (
                 ('photos', 'media_type'), ('photos', 'duration_ms'), ('photos', 'render_plan'),
-                ('faces', 'frame_time'), ('faces', 'track'), ('faces', 'embedding_norm'),
+                ('faces', 'frame_time'), ('faces', 'track'), ('faces', 'embedding_norm'), ('faces', 'matched_through'),
                 ('subject_references', 'candidate_embeddings')))
 """
 # Serialises provisioning between processes that start at the same moment.

@@ -27,6 +27,7 @@ FIELDS = (
     "clear_match",
     "clear_norm",
     "explained_lead",
+    "link",
 )
 
 

@@ -8,7 +8,7 @@ archive (it has no index on the message): an ops command, never on the worker's 
 from collections import Counter
 
 from django.core.management.base import BaseCommand
-from django.db.models import Count
+from django.db.models import Count, Q
 
 from faces.management.ids import row_by_id
 from faces.models import Event, Face
@@ -39,8 +39,8 @@ class Command(BaseCommand):
         for member in event.dnp_members().order_by("user_id"):
             references = member_references(member.user_id)
             write(f"  dnp {member.user_id} references={references or '-'}")
-        for user_id, photo_count, face_count in members_found(event):
-            write(f"  found {user_id} photos={photo_count} faces={face_count}")
+        for user_id, photo_count, face_count, linked in members_found(event):
+            write(f"  found {user_id} photos={photo_count} faces={face_count} through_faces={linked}")
         clusters = list(event.unknown_clusters.order_by("-face_count"))
         write(f"unknown_clusters={len(clusters)}")
         for cluster in clusters:
@@ -56,14 +56,19 @@ class Command(BaseCommand):
 
 
 def members_found(event) -> list[tuple]:
-    """(user, photos, faces) of each member matched in the event's faces: what the app shows as their photos."""
+    """(user, photos, faces, of those faces the ones matched through another face: faces/links.py) of each member
+    matched in the event's faces: what the app shows as their photos."""
     found = (
         Face.objects.filter(event=event, matched_user_id__isnull=False)
         .values("matched_user_id")
-        .annotate(photos=Count("photo", distinct=True), faces=Count("id"))
+        .annotate(
+            photos=Count("photo", distinct=True),
+            faces=Count("id"),
+            linked=Count("id", filter=Q(matched_through__isnull=False)),
+        )
         .order_by("matched_user_id")
     )
-    return [(row["matched_user_id"], row["photos"], row["faces"]) for row in found]
+    return [(row["matched_user_id"], row["photos"], row["faces"], row["linked"]) for row in found]
 
 
 def member_references(user_id) -> str:

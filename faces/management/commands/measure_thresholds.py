@@ -43,7 +43,15 @@ from faces.measurement.probes import (
     reference_sets,
     references,
 )
-from faces.measurement.recommend import RULE, NoRecommendation, Rule, for_goals, highest_lead, two_fold
+from faces.measurement.recommend import (
+    RULE,
+    NoRecommendation,
+    Rule,
+    for_goals,
+    highest_lead,
+    highest_link_pair,
+    two_fold,
+)
 from faces.measurement.verdicts import (
     Pairs,
     blurred,
@@ -412,7 +420,9 @@ class Command(BaseCommand):
         names = " | ".join(f"{name} ({_match_text(thresholds)})" for name, thresholds in decisions.items())
         self.stdout.write(
             "\n## Members found in their own photos\n\nEach face matched to the member it is most similar to, at "
-            "or above its match threshold (`clear_match` for a face seen clearly, else `match`); one reference each."
+            "or above its match threshold (`clear_match` for a face seen clearly, else `match`); one reference each. "
+            'The rows "also through the set\'s faces" add the faces matched through a face of another photo that the '
+            "member's reference matched at `match` (faces/links.py), the whole set one event."
             f"\n\n| condition | {names} |\n|---|" + "---:|" * len(decisions)
         )
         every = np.ones(len(pairs.probes), dtype=bool)
@@ -424,6 +434,17 @@ class Command(BaseCommand):
         self.stdout.write(f"| faces matched to a member they are not, every condition | {' | '.join(wrong)} |")
         named = [str(people.strangers_named(pairs, thresholds)) for thresholds in decisions.values()]
         self.stdout.write(f"| stranger pairs at the face's match threshold, every condition | {' | '.join(named)} |")
+        as_taken = np.array([one.condition == AS_TAKEN for one in pairs.probes], dtype=bool)
+        for label, among in (("all, as taken", as_taken), ("every condition", every)):
+            counts = [people.found(pairs, thresholds, among, through_faces=True) for thresholds in decisions.values()]
+            cells = " | ".join(f"{one.own}/{one.faces} ({one.own / max(one.faces, 1):.1%})" for one in counts)
+            self.stdout.write(f"| {label}, also through the set's faces (`link`) | {cells} |")
+        wrong = [
+            str(people.found(pairs, thresholds, every, through_faces=True).wrong) for thresholds in decisions.values()
+        ]
+        self.stdout.write(
+            f"| faces matched to a member they are not, also through the set's faces | {' | '.join(wrong)} |"
+        )
 
     def _clusters(self, probes: list[Probe], decisions: dict[str, Thresholds]) -> None:
         """Per decision, each event's Unknown clusters by the worker's rule at its `cluster`, beside Immich's DBSCAN
@@ -463,6 +484,7 @@ class Command(BaseCommand):
         self.stdout.write(f"\nRecommended: {thresholds_line(recommended)}")
         rule, goals = REPORT.rule, REPORT.rule.goals
         lead = highest_lead(pairs, recommended)
+        linked = highest_link_pair(pairs, recommended)
         self.stdout.write(
             f"rule: faces/measurement/recommend.py: the fewest own faces visible with strangers blurred <= "
             f"{budget:.1%} per member on average ({rule.budgets.small:.0%} for faces under {rule.small_face_px} px), "
@@ -471,7 +493,9 @@ class Command(BaseCommand):
             f"{goals.turned:.0%} at a strong "
             f"turn; match above every stranger pair (the highest: "
             f"{pairs.similarity[pairs.stranger].max():.3f}); explained_lead above every lead of another member's "
-            f"reference over a member's own, on their own faces (the highest: {'-' if lead is None else f'{lead:.3f}'})"
+            f"reference over a member's own, on their own faces (the highest: {_or_dash(lead)}); link above every "
+            f"pair of a face with someone else's face seen clearly and matched at match (the "
+            f"highest: {_or_dash(linked)})"
         )
         self.stdout.write(
             "\n## Two-fold check\n\n| chosen on one half, tried on the other | own faces visible "
@@ -560,7 +584,8 @@ def thresholds_line(thresholds: Thresholds) -> str:
         f"turned_face={thresholds.turned_face:g}, weak_norm={thresholds.weak_norm:g}, "
         f"unsure_norm={thresholds.unsure_norm:g}, cluster_merge={_or_never(thresholds.cluster_merge)}, "
         f"clear_match={_or_never(thresholds.clear_match)}, clear_norm={thresholds.clear_norm:g}, "
-        f"explained_lead={_or_never(thresholds.explained_lead)}, calibrated={thresholds.calibrated})"
+        f"explained_lead={_or_never(thresholds.explained_lead)}, calibrated={thresholds.calibrated}, "
+        f"link={_or_never(thresholds.link)})"
     )
 
 
@@ -576,9 +601,16 @@ def _most_visible(pairs: Pairs, blur: np.ndarray) -> str:
 
 def _match_text(thresholds: Thresholds) -> str:
     clear = thresholds.clear_match
-    return f"match {thresholds.match:.2f}" + (
-        "" if clear is None else f", {clear:.2f} from norm {thresholds.clear_norm:g}"
+    link = "" if thresholds.link is None else f", link {thresholds.link:.2f}"
+    return (
+        f"match {thresholds.match:.2f}"
+        + ("" if clear is None else f", {clear:.2f} from norm {thresholds.clear_norm:g}")
+        + link
     )
+
+
+def _or_dash(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 def _or_never(merge: float | None) -> str:

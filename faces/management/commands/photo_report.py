@@ -48,7 +48,8 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  face {face.id} box=({face.box_x:.3f},{face.box_y:.3f},{face.box_w:.3f},{face.box_h:.3f}) "
                 f"score={face.det_score:.2f} engine={face.engine} matched={face.matched_user_id or '-'} "
-                f"similarity={similarity} cluster={face.unknown_cluster_id or '-'}"
+                f"similarity={similarity} through={face.matched_through or '-'} "
+                f"cluster={face.unknown_cluster_id or '-'}"
             )
 
     def write_tracks(self, faces):
@@ -61,5 +62,5 @@ class Command(BaseCommand):
             similarity = "-" if first.similarity is None else f"{first.similarity:.3f}"
             self.stdout.write(
                 f"  track {number} faces={len(seen)} from={seen[0].frame_time:.3f}s to={seen[-1].frame_time:.3f}s "
-                f"matched={first.matched_user_id or '-'} similarity={similarity}"
+                f"matched={first.matched_user_id or '-'} similarity={similarity} through={first.matched_through or '-'}"
             )
