@@ -123,6 +123,30 @@ def test_a_face_arriving_after_his_matched_face_is_found_on_arrival(linking):
 
 
 @pytest.mark.django_db
+def test_a_clips_track_is_found_whole_through_his_face_in_a_photo(linking):
+    """A clip's track of him is one identity: two frames' rows read as his team photo's face, a third as he turns
+    away reads like nobody near him (a t1 guest's embedding stands in for it). Once his matched photo arrives, the
+    whole track is found, the third face with it, and it leaves its cluster whole."""
+    event = factories.event()
+    user, picture = yao_ming_member(event)
+    team_face = max(resident_engine().analyze(the_team_photo()), key=_width)
+    turned_away = resident_engine().analyze(samples.group_photo())[0]
+    clip = factories.photo_row(event, width=1920, height=1080)
+    track = [
+        factories.face_row(clip, seen.embedding, track=1, frame_time=0.5 * n, embedding_norm=seen.embedding_norm)
+        for n, seen in enumerate((team_face, team_face, turned_away))
+    ]
+    matched_and_placed(clip)
+    assert {stored(face).unknown_cluster_id for face in track} != {None}
+
+    copy, copy_face = uploaded(event, the_selfie_copy(picture))
+    matched_and_placed(copy)
+
+    assert {(stored(face).matched_user_id, stored(face).matched_through) for face in track} == {(user, copy_face.id)}
+    assert {stored(face).unknown_cluster_id for face in track} == {None}
+
+
+@pytest.mark.django_db
 def test_without_links_the_team_photo_is_not_his(linking, monkeypatch):
     """Not vacuous: with `link` unmeasured, the same two photos leave his team photo unmatched, in a cluster."""
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, dataclasses.replace(linking, link=None))
