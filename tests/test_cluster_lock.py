@@ -11,17 +11,16 @@ import threading
 
 import cv2
 import pytest
-from django.db import connection, transaction
 
 from faces import links, people, thresholds
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
-from faces.jobs import photo_jobs
 from faces.models import Face, UnknownCluster
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 from tests.support import factories
-from tests.support.queue_helpers import by_hand, waiting_for_lock
+from tests.support.queue_helpers import waiting_for_lock
+from tests.support.readers import face_process_in_threads
 from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("live_db", "media_storage", "test_thresholds")
@@ -48,8 +47,6 @@ def face_process_at_once(photos, monkeypatch) -> list[bool]:
     mine = threading.local()
     read = [threading.Event() for _ in photos]
     saw_the_other = [False] * len(photos)
-    errors = []
-    connecting = threading.Lock()
 
     def nearest_then_wait(event_id, embedding):
         found = real_nearest(event_id, embedding)
@@ -62,29 +59,7 @@ def face_process_at_once(photos, monkeypatch) -> list[bool]:
 
     monkeypatch.setattr(people, "nearest_cluster", nearest_then_wait)
 
-    def run(index: int) -> None:
-        mine.index = index
-        try:
-            with connecting:
-                # One connection at a time: the embedded server's start-up file lock (checked on every
-                # connect) is not safe across threads.
-                connection.ensure_connection()
-            with transaction.atomic():
-                photo_jobs.face_process(
-                    {"job": "face_process", "photo_id": str(photos[index].id)},
-                    by_hand("face_process"),
-                )
-        except Exception as error:
-            errors.append(error)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(photos))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert errors == []
+    face_process_in_threads(photos, mine)
     return saw_the_other
 
 

@@ -7,24 +7,23 @@ what it changes. The set's figures are in docs/MEASUREMENTS.md, "Members found t
 
 import dataclasses
 import threading
+import uuid
 from io import StringIO
 
 import numpy as np
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
 
 from faces import links, thresholds
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
-from faces.jobs import photo_jobs
 from faces.links import name_and_cluster
-from faces.models import EventMember, Face, UnknownCluster
+from faces.models import EventMember, Face, Photo, UnknownCluster
 from faces.people import match_faces, match_of
 from momentlens.devservices import samples
 from tests.conftest import ENGINE
 from tests.support import factories
-from tests.support.queue_helpers import by_hand
+from tests.support.readers import face_process_in_threads
 from tests.support.waiting import poll
 
 pytestmark = pytest.mark.usefixtures("media_storage")
@@ -76,6 +75,26 @@ def matched_and_placed(photo) -> None:
     name_and_cluster(match_faces(photo, (photo.width, photo.height)))
 
 
+@dataclasses.dataclass(frozen=True)
+class Placed:
+    user: uuid.UUID  # Yao Ming's
+    copy: Photo  # the selfie's copy
+    copy_face: Face
+    team: Photo  # the team photo
+    team_face: Face
+
+
+def placed_in_turn(event, *, dnp: bool = False) -> Placed:
+    """Yao Ming a member of `event`; the selfie's copy, then the team photo, uploaded, matched by his reference,
+    linked and clustered."""
+    user, picture = yao_ming_member(event, dnp=dnp)
+    copy, copy_face = uploaded(event, the_selfie_copy(picture))
+    matched_and_placed(copy)
+    team, team_face = uploaded(event, the_team_photo())
+    matched_and_placed(team)
+    return Placed(user, copy, copy_face, team, team_face)
+
+
 def report(command: str, target) -> str:
     out = StringIO()
     call_command(command, str(target), stdout=out)
@@ -112,14 +131,11 @@ def test_a_face_his_selfie_does_not_reach_is_found_through_his_face_in_a_later_p
 @pytest.mark.django_db
 def test_a_face_arriving_after_his_matched_face_is_found_on_arrival(linking):
     event = factories.event()
-    user, picture = yao_ming_member(event)
-    copy, copy_face = uploaded(event, the_selfie_copy(picture))
-    matched_and_placed(copy)
-    team, team_face = uploaded(event, the_team_photo())
-    matched_and_placed(team)
+    placed = placed_in_turn(event)
 
-    assert (stored(team_face).matched_user_id, stored(team_face).matched_through) == (user, copy_face.id)
-    assert stored(team_face).unknown_cluster_id is None
+    found = stored(placed.team_face)
+    assert (found.matched_user_id, found.matched_through) == (placed.user, placed.copy_face.id)
+    assert found.unknown_cluster_id is None
 
 
 @pytest.mark.django_db
@@ -165,13 +181,9 @@ def test_a_face_seen_poorly_is_no_source(linking, monkeypatch):
     seen poorly alike are alike for how they were seen."""
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, dataclasses.replace(linking, turned_face=0.0))
     event = factories.event()
-    user, picture = yao_ming_member(event)
-    copy, copy_face = uploaded(event, the_selfie_copy(picture))
-    matched_and_placed(copy)
-    team, team_face = uploaded(event, the_team_photo())
-    matched_and_placed(team)
-    assert stored(copy_face).matched_user_id == user
-    assert stored(team_face).matched_user_id is None
+    placed = placed_in_turn(event)
+    assert stored(placed.copy_face).matched_user_id == placed.user
+    assert stored(placed.team_face).matched_user_id is None
 
 
 @pytest.mark.django_db
@@ -193,17 +205,13 @@ def test_a_photo_matched_again_drops_the_links_resting_on_it(linking):
     """He leaves the event; his matched photo is matched again (its reprocess): the team photo's link, which
     rested on it, is dropped, and that face rejoins the Unknown clusters."""
     event = factories.event()
-    user, picture = yao_ming_member(event)
-    copy, _ = uploaded(event, the_selfie_copy(picture))
-    matched_and_placed(copy)
-    team, team_face = uploaded(event, the_team_photo())
-    matched_and_placed(team)
-    assert stored(team_face).matched_user_id == user
+    placed = placed_in_turn(event)
+    assert stored(placed.team_face).matched_user_id == placed.user
 
-    EventMember.objects.filter(event=event, user_id=user).update(status="left")
-    matched_and_placed(copy)
+    EventMember.objects.filter(event=event, user_id=placed.user).update(status="left")
+    matched_and_placed(placed.copy)
 
-    unlinked = stored(team_face)
+    unlinked = stored(placed.team_face)
     assert (unlinked.matched_user_id, unlinked.matched_through) == (None, None)
     assert unlinked.unknown_cluster_id is not None
 
@@ -213,14 +221,9 @@ def test_a_link_never_changes_what_a_file_blurs(linking):
     """He is DNP: his team photo's face reaches his blur bar, and is blurred in the public file before and after
     it is found through his other photo; he gets no file of his own for it (a file reads references alone)."""
     event = factories.event()
-    user, picture = yao_ming_member(event, dnp=True)
-    copy, _ = uploaded(event, the_selfie_copy(picture))
-    matched_and_placed(copy)
-    team, team_face = uploaded(event, the_team_photo())
-    matched_and_placed(team)
-    assert stored(team_face).matched_user_id == user
-
-    assert match_of(team, (team.width, team.height)).by_file == {None: [True]}
+    placed = placed_in_turn(event, dnp=True)
+    assert stored(placed.team_face).matched_user_id == placed.user
+    assert match_of(placed.team, (placed.team.width, placed.team.height)).by_file == {None: [True]}
 
 
 def face_process_at_once(photos, monkeypatch, *, commit_after_both_looked: bool = False) -> None:
@@ -230,8 +233,6 @@ def face_process_at_once(photos, monkeypatch, *, commit_after_both_looked: bool 
     real_link = links.link_faces
     arrived, looked = [threading.Event() for _ in photos], [threading.Event() for _ in photos]
     mine = threading.local()
-    errors = []
-    connecting = threading.Lock()
 
     def link_after_the_other(match):
         arrived[mine.index].set()
@@ -244,26 +245,7 @@ def face_process_at_once(photos, monkeypatch, *, commit_after_both_looked: bool 
 
     monkeypatch.setattr(links, "link_faces", link_after_the_other)
 
-    def run(index: int) -> None:
-        mine.index = index
-        try:
-            with connecting:
-                connection.ensure_connection()  # one at a time: the embedded server's start-up lock
-            with transaction.atomic():
-                photo_jobs.face_process(
-                    {"job": "face_process", "photo_id": str(photos[index].id)}, by_hand("face_process")
-                )
-        except Exception as error:
-            errors.append(error)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(index,)) for index in range(len(photos))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert errors == []
+    face_process_in_threads(photos, mine)
 
 
 def yao_ming_uploads(event):
