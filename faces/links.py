@@ -2,8 +2,8 @@
 
 A selfie is one picture, taken another day; a guest's faces at one event are more alike among themselves. So a face
 that its member's references do not reach is matched to them through a *source* face of another photo of the same
-event: one their references matched at `match`, seen clearly (two faces seen poorly, small and blurred or dark, are
-alike for how they were seen), and never one matched through another face (a chain could drift from a face to a
+event: one their references matched, seen clearly (two faces seen poorly, small and blurred or dark, are alike for
+how they were seen), and never one matched through another face (a chain could drift from a face to a
 look-alike). The face must be at least `link` similar to one of the member's source faces and to no other
 member's, and a still may hold the member once. It is stored as matched to them, with its similarity to their
 references and the source face's id (`Face.matched_through`).
@@ -48,7 +48,7 @@ def link_faces(match: PhotoMatch) -> list[Face]:
     users = _identifying(match)
     if not users:
         return freed
-    sources = [face for face, clear in zip(match.faces, match.clear, strict=True) if clear and _is_source(face, rule)]
+    sources = [face for face, clear in zip(match.faces, match.clear, strict=True) if clear and _by_references(face)]
     near = _unmatched_near(first, [face.embedding for face in sources], rule)
     own = [face for face, poor in zip(match.faces, match.too_poor, strict=True) if not poor]
     changed = {face.id: face for face in freed}
@@ -66,9 +66,8 @@ def _identifying(match: PhotoMatch) -> list[uuid.UUID]:
     return [user for column, user in enumerate(candidates.user_ids) if column not in candidates.ambiguous]
 
 
-def _is_source(face: Face, rule) -> bool:
-    """Matched by the member's references at `match` (a face seen clearly may be matched from less)."""
-    return face.matched_user_id is not None and face.matched_through is None and (face.similarity or 0.0) >= rule.match
+def _by_references(face: Face) -> bool:
+    return face.matched_user_id is not None and face.matched_through is None
 
 
 def _unlink_resting_on(faces: list[Face]) -> list[Face]:
@@ -143,7 +142,6 @@ def _sources_near(identity: list[Face], users: list[uuid.UUID], rule) -> list[tu
                 first.engine,
                 users,
                 first.photo_id,
-                rule.match,
             ],
         )
         near = [(source, member) for source, member, _ in cursor.fetchall()]

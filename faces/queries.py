@@ -60,15 +60,15 @@ UNMATCHED_NEAR = """
       AND face.matched_user_id IS NULL AND face.embedding_norm >= %s
     FOR UPDATE OF face SKIP LOCKED
 """
-# The source faces within cosine distance (2) of one of some embeddings (1), nearest first, with their member and
-# similarity: faces of an event (3) and engine (4), matched to one of some users (5), outside a photo (6), by the
-# member's references at a similarity of (7) or more (not through another face).
+# The faces that may be source faces within cosine distance (2) of one of some embeddings (1), nearest first, with
+# their member and similarity: faces of an event (3) and engine (4), outside a photo (6), matched to one of some
+# users (5) by the member's references (not through another face).
 SOURCES_NEAR = """
     SELECT source.id, source.matched_user_id, max(1 - (source.embedding <=> near.embedding::vector)) AS similarity
     FROM faces AS source
     JOIN unnest(%s::text[]) AS near (embedding) ON (source.embedding <=> near.embedding::vector) <= %s
     WHERE source.event_id = %s AND source.engine = %s AND source.matched_user_id = ANY(%s)
-      AND source.photo_id <> %s AND source.matched_through IS NULL AND source.similarity >= %s
+      AND source.photo_id <> %s AND source.matched_through IS NULL
     GROUP BY source.id, source.matched_user_id
     ORDER BY similarity DESC
 """

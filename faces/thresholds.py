@@ -133,7 +133,7 @@ class Thresholds:
     # no bar moves, unmeasured.
     calibrated: bool = False
     # A face its member's references do not reach is matched to them through the event's faces (faces/links.py):
-    # when it is this similar to a face of another photo of the event that their references matched at `match`,
+    # when it is this similar to a face of another photo of the event that their references matched, seen clearly,
     # and to no other member's such face. Above every stranger pair of a face with such a face measured on the
     # set; None: never, unmeasured.
     link: float | None = None

@@ -220,10 +220,10 @@ def matched(pairs: Pairs, thresholds: Thresholds, through_faces: bool = False) -
 
 
 def sources(pairs: Pairs, thresholds: Thresholds, direct: np.ndarray) -> np.ndarray:
-    """(P, M) bool: the faces a link may rest on (faces/links.py), of those `direct` matches: matched at `match`
-    and seen clearly."""
+    """(P, M) bool: the faces a link may rest on (faces/links.py), of those `direct` matches: the ones seen
+    clearly."""
     clear = np.array([not thresholds.seen_poorly(one.quality) for one in pairs.probes], dtype=bool)
-    return direct & (pairs.similarity >= thresholds.match) & clear[:, None]
+    return direct & clear[:, None]
 
 
 def link_reach(pairs: Pairs, sources: np.ndarray) -> np.ndarray:

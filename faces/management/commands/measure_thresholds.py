@@ -422,7 +422,7 @@ class Command(BaseCommand):
             "\n## Members found in their own photos\n\nEach face matched to the member it is most similar to, at "
             "or above its match threshold (`clear_match` for a face seen clearly, else `match`); one reference each. "
             'The rows "also through the set\'s faces" add the faces matched through a face of another photo that the '
-            "member's reference matched at `match` (faces/links.py), the whole set one event."
+            "member's reference matched, seen clearly (faces/links.py), the whole set one event."
             f"\n\n| condition | {names} |\n|---|" + "---:|" * len(decisions)
         )
         every = np.ones(len(pairs.probes), dtype=bool)
@@ -494,7 +494,7 @@ class Command(BaseCommand):
             f"turn; match above every stranger pair (the highest: "
             f"{pairs.similarity[pairs.stranger].max():.3f}); explained_lead above every lead of another member's "
             f"reference over a member's own, on their own faces (the highest: {_or_dash(lead)}); link above every "
-            f"pair of a face with someone else's face seen clearly and matched at match (the "
+            f"pair of a face with someone else's face seen clearly and matched by their reference (the "
             f"highest: {_or_dash(linked)})"
         )
         self.stdout.write(
