@@ -142,12 +142,20 @@ def print_tables(results: dict, members: dict, uploads: list[Upload]) -> None:
         f"the reference),\n{roles['member']} photos of them, {roles['stranger']} of strangers; "
         f"{roles['cluster']} photos in events of nobody, one per source\n"
     )
-    print("| worker | members found in their own photos | matched to another member | strangers named |")
-    print("|---|---:|---:|---:|")
+    print(
+        "| worker | members found in their own photos | of them through another face | no face at the labelled box "
+        "| matched to another member | strangers named |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
     for name, result in results.items():
         faces, users = result["faces"], result["users"]
         own = [(upload, faces[upload]) for upload in faces if upload.role == "member"]
-        found = sum(1 for upload, face in own if face is not None and users.get(face.matched_user_id) == upload.person)
+        found_faces = [
+            face for upload, face in own if face is not None and users.get(face.matched_user_id) == upload.person
+        ]
+        found = len(found_faces)
+        linked = sum(1 for face in found_faces if getattr(face, "matched_through", None) is not None)
+        unseen = sum(1 for _, face in own if face is None)
         wrong = sum(
             1
             for upload, face in own
@@ -159,7 +167,8 @@ def print_tables(results: dict, members: dict, uploads: list[Upload]) -> None:
             if upload.role == "stranger" and face is not None and face.matched_user_id
         )
         print(
-            f"| {name} | {found}/{len(own)} ({found / max(len(own), 1):.1%}) | {wrong} | {named}/{roles['stranger']} |"
+            f"| {name} | {found}/{len(own)} ({found / max(len(own), 1):.1%}) | {linked} | {unseen} | {wrong} "
+            f"| {named}/{roles['stranger']} |"
         )
     print_clusters(results)
 
