@@ -261,7 +261,7 @@ def test_people_found(tiny_set):
     )
     assert "2 events of members (2 members" in out
     assert "2 photos of them, 2 of strangers; 4 photos in events of nobody" in out
-    assert re.search(r"\| this tree \| \d/2 \(\S+\) \| 0 \| 0/2 \|", out), "nobody named as someone else"
+    assert re.search(r"\| this tree \| \d/2 \(\S+\) \| \d \| \d \| 0 \| 0/2 \|", out), "nobody named as someone else"
     assert "| tom | 1, 2 |" in out
     assert "| yao | 1, 2 |" in out
 
