@@ -227,8 +227,8 @@ def sources(pairs: Pairs, thresholds: Thresholds, direct: np.ndarray) -> np.ndar
 
 
 def link_reach(pairs: Pairs, sources: np.ndarray) -> np.ndarray:
-    """(P, M): each probe's highest similarity to a `sources` probe of each member ((P, M) bool: a face their
-    reference matched at `match`) of another image; -1 where a member has none."""
+    """(P, M): each probe's highest similarity to a `sources` probe of each member ((P, M) bool: the faces a link
+    may rest on) of another image; -1 where a member has none."""
     embeddings = np.array([one.embedding for one in pairs.probes], dtype=np.float32).reshape(len(pairs.probes), -1)
     images = np.array([str(one.image) for one in pairs.probes])
     reach = np.full(sources.shape, -1.0, dtype=np.float32)
