@@ -133,8 +133,8 @@ def _engines(event_id) -> list[str]:
 
 def _candidates(event_id, engine: str, dnp: list) -> list:
     engine_thresholds = thresholds.for_engine(engine)
-    lowest = engine_thresholds.lowest_blur
     candidates = Candidates.for_event(event_id, engine)
+    lowest = engine_thresholds.lowest_blur
     with connection.cursor() as cursor:
         if lowest is None or candidates.unidentifiable_dnp:
             # Not measured, or a DNP member nobody can recognise: every face may be theirs.

@@ -24,9 +24,9 @@ import numpy as np
 from django.db import connection
 from pgvector import Vector
 
-from faces import queries, thresholds
+from faces import people, queries, thresholds
 from faces.models import Face
-from faces.people import PhotoMatch, cluster_faces, identities, lock_event_clusters
+from faces.people import PhotoMatch, cluster_faces, identities
 
 
 def name_and_cluster(match: PhotoMatch | None) -> None:
@@ -43,7 +43,8 @@ def link_faces(match: PhotoMatch) -> list[Face]:
     if rule.link is None or rule.match is None:
         return []
     first = match.faces[0]
-    lock_event_clusters(first.event_id)
+    # The one lock of the event's clusters (faces.people), which clustering then holds on to.
+    people.lock_event_clusters(first.event_id)
     freed = _unlink_resting_on(match.faces)
     users = _identifying(match)
     if not users:

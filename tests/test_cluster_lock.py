@@ -12,7 +12,7 @@ import threading
 import cv2
 import pytest
 
-from faces import links, people, thresholds
+from faces import people, thresholds
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.models import Face, UnknownCluster
@@ -76,7 +76,6 @@ def test_without_the_lock_the_same_interleaving_splits_the_person(monkeypatch, t
     """Not vacuous: with the lock taken out, both read "no cluster yet" and each starts one. Merging is off here:
     without the lock, a merge that mends the split would race the other reader's writes to the same rows."""
     monkeypatch.setattr(people, "lock_event_clusters", lambda event_id: None)
-    monkeypatch.setattr(links, "lock_event_clusters", lambda event_id: None)
     monkeypatch.setitem(thresholds.THRESHOLDS, ENGINE, dataclasses.replace(test_thresholds, cluster_merge=None))
     event, photos = two_photos_of_one_unknown_person()
     assert face_process_at_once(photos, monkeypatch) == [True, True]

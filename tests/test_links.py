@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from faces import links, thresholds
+from faces import links, people, thresholds
 from faces.detection import detect_and_store
 from faces.engines import resident_engine
 from faces.links import name_and_cluster
@@ -267,7 +267,7 @@ def test_two_readers_at_once_find_him_as_one_reader_does(linking, monkeypatch):
 @pytest.mark.usefixtures("live_db")
 def test_without_the_lock_two_readers_at_once_miss_him(linking, monkeypatch):
     """Not vacuous: with the event's lock taken out of linking, each reader looks before the other commits."""
-    monkeypatch.setattr(links, "lock_event_clusters", lambda event_id: None)
+    monkeypatch.setattr(people, "lock_event_clusters", lambda event_id: None)
     event = factories.event()
     _, [(copy, _), (team, team_face)] = yao_ming_uploads(event)
     face_process_at_once([copy, team], monkeypatch, commit_after_both_looked=True)

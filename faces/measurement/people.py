@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from faces.measurement.probes import AS_TAKEN, Probe
-from faces.measurement.verdicts import Pairs
+from faces.measurement.verdicts import Pairs, probes_seen_clearly, probes_too_poor
 from faces.people import joined_centroid
 from faces.thresholds import FaceView, Thresholds
 
@@ -214,7 +214,7 @@ def matched(pairs: Pairs, thresholds: Thresholds, through_faces: bool = False) -
     if not through_faces or thresholds.link is None:
         return direct
     near = link_reach(pairs, sources(pairs, thresholds, direct)) >= thresholds.link
-    judged = np.array([not thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    judged = ~probes_too_poor(pairs, thresholds)
     near &= (judged & ~direct.any(axis=1))[:, None]
     return direct | (near & (near.sum(axis=1) == 1)[:, None])
 
@@ -222,8 +222,7 @@ def matched(pairs: Pairs, thresholds: Thresholds, through_faces: bool = False) -
 def sources(pairs: Pairs, thresholds: Thresholds, direct: np.ndarray) -> np.ndarray:
     """(P, M) bool: the faces a link may rest on (faces/links.py), of those `direct` matches: the ones seen
     clearly."""
-    clear = np.array([not thresholds.seen_poorly(one.quality) for one in pairs.probes], dtype=bool)
-    return direct & clear[:, None]
+    return direct & probes_seen_clearly(pairs, thresholds)[:, None]
 
 
 def link_reach(pairs: Pairs, sources: np.ndarray) -> np.ndarray:

@@ -36,7 +36,17 @@ from faces.measurement import people
 from faces.measurement.events import DRAWS, Draws, events_of
 from faces.measurement.people import CLUSTER_RULE, ClusterRule, recommended_cluster
 from faces.measurement.probes import AS_TAKEN
-from faces.measurement.verdicts import Pairs, Verdict, blur_similarity, blurred, half_of, verdict, verdict_of
+from faces.measurement.verdicts import (
+    Pairs,
+    Verdict,
+    blur_similarity,
+    blurred,
+    half_of,
+    probes_seen_clearly,
+    probes_too_poor,
+    verdict,
+    verdict_of,
+)
 from faces.population import CALIBRATION
 from faces.thresholds import Thresholds
 
@@ -176,8 +186,8 @@ class _Split:
     combination's outcome is then sums over the first two at their own thresholds, plus the third."""
 
     def __init__(self, pairs: Pairs, shape: Thresholds):
-        too_poor = np.array([shape.too_poor(one.quality) for one in pairs.probes], dtype=bool)
-        poorly = np.array([shape.seen_poorly(one.quality) for one in pairs.probes], dtype=bool) & ~too_poor
+        too_poor = probes_too_poor(pairs, shape)
+        poorly = ~probes_seen_clearly(pairs, shape) & ~too_poor
         small = np.array([shape.small(one.quality) for one in pairs.probes], dtype=bool)
         self._pairs = pairs
         self._similarity = blur_similarity(pairs, shape)
@@ -328,7 +338,7 @@ def explained_lead(pairs: Pairs, rule: Rule, shape: Thresholds) -> float | None:
 def highest_lead(pairs: Pairs, shape: Thresholds) -> float | None:
     """The most that another member's reference leads a member's own, on the members' own faces that `shape` can
     judge (a face too poorly seen is never explained); None: no own face."""
-    judgeable = np.array([not shape.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    judgeable = ~probes_too_poor(pairs, shape)
     leads = []
     for column in range(len(pairs.members)):
         rows = pairs.genuine[:, column] & judgeable

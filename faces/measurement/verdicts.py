@@ -118,7 +118,7 @@ def blurred(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
     threshold = [thresholds.blur_for(one.quality) for one in pairs.probes]
     if None in threshold:
         return np.ones_like(pairs.similarity, dtype=bool)
-    too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    too_poor = probes_too_poor(pairs, thresholds)
     return decide(blur_similarity(pairs, thresholds), np.array(threshold, dtype=np.float32), too_poor)
 
 
@@ -139,7 +139,7 @@ def explained(pairs: Pairs, thresholds: Thresholds, dnp) -> np.ndarray:
     matched = pairs.similarity.argmax(axis=1)
     best = pairs.similarity.max(axis=1)
     match_at = np.array([thresholds.match_for(FaceView(one.quality, 0.0)) for one in pairs.probes], dtype=np.float32)
-    too_poor = np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
+    too_poor = probes_too_poor(pairs, thresholds)
     lead_over_dnp = best - pairs.similarity[:, dnp].max(axis=1)
     return vouching[matched] & (best >= match_at) & (lead_over_dnp >= lead) & ~too_poor
 
@@ -158,8 +158,17 @@ def blur_similarity(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
     can be: two people or more), as the worker calibrates it (faces.people.blur_scores), else the raw similarity."""
     if not thresholds.calibrated or pairs.calibrated is None:
         return pairs.similarity
-    clear = np.array([not thresholds.seen_poorly(one.quality) for one in pairs.probes], dtype=bool)
-    return blur_scores(pairs.similarity, pairs.calibrated, clear)
+    return blur_scores(pairs.similarity, pairs.calibrated, probes_seen_clearly(pairs, thresholds))
+
+
+def probes_seen_clearly(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
+    """(P,) bool: the probes `thresholds` see clearly (not poorly; a probe is a whole face)."""
+    return np.array([not thresholds.seen_poorly(one.quality) for one in pairs.probes], dtype=bool)
+
+
+def probes_too_poor(pairs: Pairs, thresholds: Thresholds) -> np.ndarray:
+    """(P,) bool: the probes too poorly seen for `thresholds` to judge (Thresholds.too_poor)."""
+    return np.array([thresholds.too_poor(one.quality) for one in pairs.probes], dtype=bool)
 
 
 def calibrated_similarity(embeddings: np.ndarray, probes: list[Probe], references: dict) -> tuple:
