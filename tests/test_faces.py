@@ -164,6 +164,40 @@ def test_an_ambiguous_selfie_blurs_only_the_faces_it_shows(group, group_faces, t
 
 
 @pytest.mark.django_db
+def test_a_neighbour_the_frame_cuts_leaves_the_selfie_its_subject(group, group_faces, test_thresholds):
+    """The selfie frames t1's third guest whole; the fourth, beside them, runs into the right edge, still comparably
+    large: the frame tells the subject, so the reference is `ready` with the whole face, and the member is found in
+    t1. Without the rule it is `many_faces` and nobody is found."""
+    event = factories.event()
+    user = factories.member(event, dnp=False)
+    selfie = factories.reference(user, factories.beside_the_frame(group, group_faces[2], group_faces[3]))
+    result = reference_process(
+        {"job": "reference_process", "reference_id": str(selfie.id)}, by_hand("reference_process")
+    )
+    selfie.refresh_from_db()
+    assert (result["faces"], selfie.status, selfie.candidate_embeddings) == (2, "ready", None), result
+    assert float(np.dot(selfie.embedding, group_faces[2].embedding)) > 0.9, "the whole face is the subject"
+
+    photo = t1_detected_and_matched(event, group)
+    assert [face.id for face in photo.faces.filter(matched_user_id=user)] == [stored_faces(photo)[2].id]
+
+
+@pytest.mark.django_db
+def test_a_whole_face_beside_a_subject_the_frame_cuts_stays_ambiguous(group, group_faces):
+    """The largest face runs into the edge (t1's third guest, their forehead cut by the top edge: a close-up the
+    frame may cut), the one beside them is whole. The frame does not tell which is the subject: `many_faces`, both
+    kept, both protecting."""
+    subject, neighbour = group_faces[2], group_faces[3]
+    top, bottom = int(subject.box[1]) + 12, int(neighbour.box[3]) + 40
+    cut_close_up = np.ascontiguousarray(group[top:bottom, int(subject.box[0]) - 60 : int(neighbour.box[2]) + 60])
+    user = factories.member(factories.event(), dnp=True)
+    selfie = factories.reference(user, cut_close_up)
+    reference_process({"job": "reference_process", "reference_id": str(selfie.id)}, by_hand("reference_process"))
+    selfie.refresh_from_db()
+    assert (selfie.status, len(selfie.candidate_embeddings)) == ("many_faces", 2)
+
+
+@pytest.mark.django_db
 def test_an_ambiguous_selfie_keeps_only_the_face_it_shows_clearly(group, group_faces, test_thresholds, monkeypatch):
     """The selfie's second, comparably large face is someone in the dark behind the subject, too poorly seen to
     judge (norm 14.7, under an unsure_norm of 15, set here: the darkest such face the engine still finds): it is no

@@ -2,7 +2,10 @@
 
 A reference is a selfie: its face is the dominant one. The small-face pass is skipped
 (it finds faces in posters, crowds and patterns behind the subject), and a second face
-only makes the reference ambiguous (`many_faces`) when it is comparably large. A face the
+only makes the reference ambiguous (`many_faces`) when it is comparably large and the frame does not tell which is
+the subject: a selfie frames its subject whole, so when the largest face lies clear of the picture's border and
+every other comparably large face runs into it (a neighbour the frame cuts, as in a cropped picture), the largest
+is the subject. A face the
 recogniser saw too poorly to judge (faces/thresholds.py, `too_poor`: eyes closed behind a hand,
 dark, blurred) could not tell its owner from a stranger: it is no usable face (`no_face`), and
 its DNP member stays fail-closed until a better reference is ready.
@@ -22,6 +25,7 @@ from django.utils import timezone
 from faces import thresholds
 from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
+from faces.geometry import EDGE_CUTS
 from faces.media.still import Still
 from faces.media.upload import read_object
 from faces.models import EventMember, SubjectReference
@@ -35,6 +39,9 @@ class Selfie:
 
     # The subject's face is at least this many times the next face's area: a face half its size is someone behind.
     dominance: float = 2.0
+    # A face this close to the picture's border (a fraction of its side) runs into it: the frame may cut it. A
+    # selfie's subject is framed whole, clear of it; a comparably large face there is someone beside them.
+    border: float = EDGE_CUTS.near_border
 
 
 SELFIE = Selfie()
@@ -58,7 +65,7 @@ def reference_process(payload: dict, ctx: JobContext) -> dict:
         raise RowGone(f"reference {payload['reference_id']} does not exist")
     image = Still(read_object(reference.upload_key)).image
     found = ctx.resources[FACE_ENGINE].analyze(image, small_faces=False)
-    chosen = comparably_large(found, SELFIE)
+    chosen = framed_subject(comparably_large(found, SELFIE), image.shape[1], image.shape[0], SELFIE)
     judgeable = [face for face in chosen if not too_poor(face)]
     poor = len(judgeable) < len(chosen)
     if len(chosen) == 1 and poor:
@@ -89,6 +96,22 @@ def comparably_large(found: list, selfie: Selfie) -> list:
     nothing was found. A face whose area is under the largest's by `selfie.dominance` is never the subject."""
     by_area = sorted(found, key=_area, reverse=True)
     return [face for face in by_area if selfie.dominance * _area(face) > _area(by_area[0])]
+
+
+def framed_subject(chosen: list, width: int, height: int, selfie: Selfie) -> list:
+    """Of the comparably large faces (largest first), [the largest] when the frame tells it is the subject: it lies
+    clear of the border and every other runs into it. Otherwise all of them, ambiguous: two whole faces, or a
+    largest face the frame may cut (a close-up), are not told apart by the frame."""
+    if len(chosen) > 1 and not _near_border(chosen[0], width, height, selfie):
+        if all(_near_border(face, width, height, selfie) for face in chosen[1:]):
+            return chosen[:1]
+    return chosen
+
+
+def _near_border(face, width: int, height: int, selfie: Selfie) -> bool:
+    x1, y1, x2, y2 = (float(v) for v in face.box)
+    margin_x, margin_y = selfie.border * width, selfie.border * height
+    return x1 <= margin_x or y1 <= margin_y or x2 >= width - margin_x or y2 >= height - margin_y
 
 
 def too_poor(face) -> bool:
