@@ -22,6 +22,14 @@ class Retries:
     # The reader waits out a failed try's backoff before it reads on (doubling from WORKER_RETRY_BACKOFF_S): at
     # most a minute of the queue's time per failure.
     max_backoff_s: float = 60.0
+    # A try that lost a conflict with another transaction is read again after this: long enough for the
+    # transaction that won to commit, short enough that nobody waits for it.
+    conflict_delay_s: float = 0.5
+
+
+# SQLSTATEs of a transaction PostgreSQL aborted to settle a conflict with another one: a deadlock (40P01), a
+# serialization failure (40001). Neither says anything about the job: tried again, it goes through.
+CONFLICTS = frozenset({"40P01", "40001"})
 
 
 RETRIES = Retries()
@@ -33,6 +41,7 @@ class Action(StrEnum):
     RETRY = "retry"  # visible again after `delay_s`, read before any newer message
     ARCHIVE = "archive"
     WAIT_OUT = "wait_out"  # an outage of `waiting_for`: given back uncounted, the reader waits (jobqueue/outage.py)
+    GIVE_BACK = "give_back"  # lost a conflict with another transaction: visible again, uncounted, after `delay_s`
 
 
 @dataclass(frozen=True)
@@ -72,9 +81,23 @@ def after_error(error: Exception, read_ct: int, retry_backoff_s: float, retries:
     summary = f"{type(error).__name__}: {error}"
     if (dependency := dependency_down(error)) is not None:
         return Outcome(Action.WAIT_OUT, "outage", summary, waiting_for=dependency)
+    if lost_a_conflict(error):
+        return Outcome(Action.GIVE_BACK, "conflict", summary, delay_s=retries.conflict_delay_s)
     if read_ct >= retries.max_tries:
         return Outcome(Action.ARCHIVE, "failed", summary, final=True)
     return Outcome(Action.RETRY, "failed_try", summary, delay_s=backoff(read_ct, retry_backoff_s, retries))
+
+
+def lost_a_conflict(error: BaseException) -> bool:
+    """Whether PostgreSQL aborted the try to settle a conflict with another transaction (`CONFLICTS`), looking
+    through what caused `error` (Django wraps psycopg's error)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if getattr(error, "sqlstate", None) in CONFLICTS:
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def backoff(tries: int, retry_backoff_s: float, retries: Retries = RETRIES) -> float:

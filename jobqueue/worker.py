@@ -5,8 +5,9 @@ lease, jobqueue/lease.py), one message at a time, in the privacy lane's read ord
 work, then the renders it sent first, then the oldest of the rest. Privacy work that waits on an
 ordinary try stops it at its next checkpoint (jobqueue/privacy_lane.py): its message goes
 back uncounted, and so does a try that met an outage of something the job depends on (jobqueue/outage.py):
-the reader then reads privacy work only until the outage ends. A try is a read (jobqueue/attempt.py): pgmq's
-read_ct counts it, and the read commits before the handler runs, so a crash counts too.
+the reader then reads privacy work only until the outage ends. A try that lost a deadlock to another
+transaction goes back uncounted too, once the winner has had a moment to commit. A try is a read
+(jobqueue/attempt.py): pgmq's read_ct counts it, and the read commits before the handler runs, so a crash counts too.
 The handler's writes and the message's delete commit in one transaction. What becomes
 of a message is decided first (jobqueue/outcome.py), then carried out here.
 """
@@ -254,6 +255,18 @@ class Worker:
         self.state.update(preemptions=self.state.preemptions + 1, last_preemption_at=time.time())
         log.info("job_preempted", extra={**attempt.fields, "outcome": "given_back", "detail": why, "ms": attempt.ms()})
 
+    def _settle_conflict(self, attempt: Try, decided: Outcome) -> None:
+        """A try PostgreSQL aborted to settle a conflict with another transaction (a deadlock), rolled back: once
+        the transaction that won has had `delay_s` to commit, its message is visible again, the oldest, and its read
+        uncounted (the conflict is not the job's failure)."""
+        self._stop.wait(decided.delay_s)
+        with self.session.lease.guard():
+            queries.give_back(self.session.cursor, attempt.msg_id, attempt.number)
+        log.info(
+            "job_given_back",
+            extra={**attempt.fields, "outcome": decided.reason, "detail": decided.detail, "ms": attempt.ms()},
+        )
+
     def _wait_out(self, attempt: Try, dependency: Dependency) -> None:
         """A try that met an outage, rolled back: its read uncounted (the outage is not the job's failure), its
         message visible again at the next probe (a privacy job, read even during the wait, is not tried in a tight
@@ -290,6 +303,8 @@ class Worker:
             self._archive(decided, attempt)
         elif decided.action is Action.WAIT_OUT:
             self._wait_out(attempt, decided.waiting_for)
+        elif decided.action is Action.GIVE_BACK:
+            self._settle_conflict(attempt, decided)
         elif decided.action is Action.DELETE:
             with self.session.lease.guard():
                 queries.delete(self.session.cursor, attempt.msg_id)

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.usefixtures("live_db")
 def fresh_calls():
     job_handlers.calls.clear()
     job_handlers.flaky_failures.clear()
+    job_handlers.deadlocks_to_lose.clear()
+    job_handlers.rivals.clear()
 
 
 @pytest.fixture
@@ -56,6 +58,24 @@ def test_a_failed_try_is_read_again_before_a_newer_message(drain):
     ]
     assert queue_rows() == []
     assert archived() == {}
+
+
+def test_a_try_that_loses_a_deadlock_is_read_again_uncounted(drain):
+    """PostgreSQL aborts a try that deadlocks with another session (40P01): no fault of its job, so its read is
+    uncounted, as an outage's, and three such losses in a row still leave the job to complete on its try 1. Counted
+    as failed tries, they archived it."""
+    photo_id = str(uuid.uuid4())
+    events = [str(Event.objects.create(name=name).id) for name in ("mine", "theirs")]
+    job_handlers.deadlocks_to_lose[photo_id] = 3
+    send(job("test_deadlock", photo_id, events=events))
+
+    drain()
+    for rival in job_handlers.rivals:
+        rival.join(timeout=10)
+
+    assert job_handlers.calls == [("test_deadlock", photo_id)] * 4
+    assert Event.objects.filter(name__startswith="deadlocked").get().name == f"deadlocked {photo_id} try=1"
+    assert (queue_rows(), archived()) == ([], {})
 
 
 def test_a_job_cannot_register_anything_while_the_worker_runs(drain, monkeypatch):

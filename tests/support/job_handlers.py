@@ -2,8 +2,11 @@
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
+
+from django.db import connection, transaction
 
 from faces.models import Event
 from jobqueue.errors import MissingObject, RowGone
@@ -13,6 +16,9 @@ from jobqueue.registry import register
 calls: list[tuple[str, str]] = []
 # photo_id -> failures still to produce, for test_flaky.
 flaky_failures: dict[str, int] = {}
+# photo_id -> deadlocks still to lose, for test_deadlock; and the rival sessions it started, for the test to join.
+deadlocks_to_lose: dict[str, int] = {}
+rivals: list[threading.Thread] = []
 
 
 def _called(name: str, payload: dict) -> None:
@@ -70,6 +76,36 @@ def flaky(payload, ctx):
     if left:
         flaky_failures[payload["photo_id"]] = left - 1
         raise RuntimeError("not this time")
+
+
+@register("test_deadlock", id_field="photo_id")
+def deadlock(payload, ctx):
+    """Loses a real deadlock (SQLSTATE 40P01) on each of its first `deadlocks_to_lose` tries: it locks one event's
+    row, a rival session the other's, and each then asks for the other's, this try first, so that PostgreSQL's
+    deadlock check (a second after a wait begins) aborts this one. Then it records its try number."""
+    _called("test_deadlock", payload)
+    mine, theirs = payload["events"]
+    if deadlocks_to_lose.get(payload["photo_id"], 0):
+        deadlocks_to_lose[payload["photo_id"]] -= 1
+        Event.objects.select_for_update().get(id=mine)
+        holding = threading.Event()
+        rivals.append(threading.Thread(target=_rival, args=(theirs, mine, holding)))
+        rivals[-1].start()
+        holding.wait()
+        Event.objects.select_for_update().get(id=theirs)
+    Event.objects.create(name=f"deadlocked {payload['photo_id']} try={ctx.try_number}")
+
+
+def _rival(first: str, then: str, holding: threading.Event) -> None:
+    """Another session: locks `first`, says so, and asks for `then` a moment later (after the try's wait began)."""
+    try:
+        with transaction.atomic():
+            Event.objects.select_for_update().get(id=first)
+            holding.set()
+            time.sleep(0.3)
+            Event.objects.select_for_update().get(id=then)
+    finally:
+        connection.close()
 
 
 @register("test_missing", id_field="photo_id")

@@ -79,3 +79,18 @@ def test_an_outage_is_waited_out_whatever_the_try_and_a_job_s_own_error_is_not()
         assert decided.waiting_for.name == "storage"
     assert outcome.after_error(MissingObject("no object"), 1, 0.01).action is Action.ARCHIVE
     assert outcome.after_error(RuntimeError("a bug"), 3, 0.01).action is Action.ARCHIVE
+
+
+def test_a_try_that_lost_a_conflict_is_given_back_uncounted_whatever_its_try():
+    """A deadlock or a serialization failure, as Django raises it (psycopg's error its cause)."""
+    import psycopg.errors
+
+    for cause in (psycopg.errors.DeadlockDetected("deadlock detected"), psycopg.errors.SerializationFailure("no")):
+        try:
+            raise OperationalError(str(cause)) from cause
+        except OperationalError as error:
+            for read_ct in (1, 3):
+                decided = outcome.after_error(error, read_ct, 5.0)
+                assert (decided.action, decided.reason, decided.final) == (Action.GIVE_BACK, "conflict", False)
+                assert decided.delay_s == outcome.RETRIES.conflict_delay_s
+    assert outcome.after_error(OperationalError("statement timeout"), 3, 5.0).action is Action.ARCHIVE
