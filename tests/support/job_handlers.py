@@ -81,8 +81,9 @@ def flaky(payload, ctx):
 @register("test_deadlock", id_field="photo_id")
 def deadlock(payload, ctx):
     """Loses a real deadlock (SQLSTATE 40P01) on each of its first `deadlocks_to_lose` tries: it locks one event's
-    row, a rival session the other's, and each then asks for the other's, this try first, so that PostgreSQL's
-    deadlock check (a second after a wait begins) aborts this one. Then it records its try number."""
+    row, a rival session the other's, and each then asks for the other's. PostgreSQL aborts the session whose
+    deadlock check runs first: the try's (a second after its wait begins), the rival's being put off (`_rival`).
+    Then it records its try number."""
     _called("test_deadlock", payload)
     mine, theirs = payload["events"]
     if deadlocks_to_lose.get(payload["photo_id"], 0):
@@ -97,12 +98,14 @@ def deadlock(payload, ctx):
 
 
 def _rival(first: str, then: str, holding: threading.Event) -> None:
-    """Another session: locks `first`, says so, and asks for `then` a moment later (after the try's wait began)."""
+    """Another session: locks `first`, says so, and asks for `then`. Its own deadlock check put off for a minute,
+    it is never the one aborted, however the two sessions are scheduled."""
     try:
         with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL deadlock_timeout = '60s'")
             Event.objects.select_for_update().get(id=first)
             holding.set()
-            time.sleep(0.3)
             Event.objects.select_for_update().get(id=then)
     finally:
         connection.close()
