@@ -73,6 +73,14 @@ def hidden_share(box: FractionBox, width: int, height: int, edges: EdgeCuts = ED
     return max(share, edges.corner_hidden_share) if on_side and on_top_or_bottom else share
 
 
+def near_edge(box: PixelBox, width: int, height: int, margin: float = 0.0) -> bool:
+    """Whether a box on the picture reaches within `margin` of its edge (a fraction of each side; 0: onto it or
+    past it)."""
+    x1, y1, x2, y2 = (float(v) for v in box)
+    margin_x, margin_y = margin * width, margin * height
+    return x1 <= margin_x or y1 <= margin_y or x2 >= width - margin_x or y2 >= height - margin_y
+
+
 def _push_past_edges(low: float, high: float, size: int, missing: float, touching_px: float) -> tuple[float, float]:
     at_low, at_high = low <= touching_px, high >= size - touching_px
     if at_low and at_high:

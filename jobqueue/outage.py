@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from jobqueue import reporting
+from jobqueue.errors import causes
 from jobqueue.health import WorkerState
 
 log = logging.getLogger("jobqueue.worker")
@@ -52,13 +53,10 @@ def register_dependency(name: str, recognises: Callable[[BaseException], bool], 
 
 def dependency_down(error: BaseException) -> Dependency | None:
     """The dependency whose outage `error` is, looking through what caused it; None for a job's own error."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
+    for cause in causes(error):
         for dependency in _dependencies.values():
-            if dependency.recognises(error):
+            if dependency.recognises(cause):
                 return dependency
-        error = error.__cause__ or error.__context__
     return None
 
 

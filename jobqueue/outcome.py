@@ -10,7 +10,7 @@ without one (tests/unit/test_outcome.py).
 from dataclasses import dataclass
 from enum import StrEnum
 
-from jobqueue.errors import PermanentJobError, RowGone
+from jobqueue.errors import PermanentJobError, RowGone, causes
 from jobqueue.outage import Dependency, dependency_down
 
 
@@ -91,13 +91,7 @@ def after_error(error: Exception, read_ct: int, retry_backoff_s: float, retries:
 def lost_a_conflict(error: BaseException) -> bool:
     """Whether PostgreSQL aborted the try to settle a conflict with another transaction (`CONFLICTS`), looking
     through what caused `error` (Django wraps psycopg's error)."""
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if getattr(error, "sqlstate", None) in CONFLICTS:
-            return True
-        error = error.__cause__ or error.__context__
-    return False
+    return any(getattr(cause, "sqlstate", None) in CONFLICTS for cause in causes(error))
 
 
 def backoff(tries: int, retry_backoff_s: float, retries: Retries = RETRIES) -> float:

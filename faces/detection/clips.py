@@ -33,7 +33,7 @@ from faces import thresholds
 from faces.checkpoint import Checkpoint, never_stop
 from faces.engines import DetectedFace, FaceEngine
 from faces.engines.base import Plan, Watch
-from faces.geometry import PixelBox, iou
+from faces.geometry import PixelBox, iou, near_edge
 from faces.media.clip import Clip
 from faces.tracks import TRACKING, Tracking, link
 
@@ -200,7 +200,7 @@ def _analyze_region(
     edge cuts (only its leading part changed) is searched again in its own surroundings, so its sighting is the
     whole face."""
     height, width = frame.shape[:2]
-    if schedule.whole_look_at_frame_edge and _on_frame_edge(region, width, height):
+    if schedule.whole_look_at_frame_edge and near_edge(region, width, height):
         return engine.analyze(frame, plan=look, checkpoint=checkpoint)
     found = []
     for face in _search(engine, frame, region, look, schedule, checkpoint):
@@ -228,18 +228,13 @@ def _search(
         crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
     # The edge pass (the crop mirrored past its edges, about three times its pixels) is for faces the frame's
     # edge cuts; one the region's own edge cuts is searched again in its surroundings (_analyze_region).
-    plan = replace(look, edge_pass=_on_frame_edge(region, frame.shape[1], frame.shape[0]))
+    plan = replace(look, edge_pass=near_edge(region, frame.shape[1], frame.shape[0]))
     found = engine.analyze(np.ascontiguousarray(crop), plan=plan, checkpoint=checkpoint)
     offset = np.array([x1, y1], dtype=np.float32)
     return [
         replace(face, box=face.box / factor + np.tile(offset, 2), landmarks=face.landmarks / factor + offset)
         for face in found
     ]
-
-
-def _on_frame_edge(region, width: int, height: int) -> bool:
-    x1, y1, x2, y2 = region
-    return x1 <= 0 or y1 <= 0 or x2 >= width or y2 >= height
 
 
 def _cut_by(box, region, width: int, height: int, schedule: ClipSchedule) -> bool:

@@ -36,6 +36,7 @@ from faces.engines.graph import with_prelu_as_max
 from faces.engines.lanes import Lanes
 from faces.engines.packs import ModelFileRejected, ModelPack
 from faces.engines.pyramid import Passes, PyramidDetector, Shape
+from faces.geometry import near_edge
 
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
@@ -201,7 +202,7 @@ class InsightFaceEngine(FaceEngine):
             for index, face in enumerate(kept)
             if face.norm < plan.reorient_norm
             and _width(face.detection.box) >= plan.reorient_least_width
-            and not _touches_the_edge(face.detection.box, width, height)
+            and not near_edge(face.detection.box, width, height)
         ]
         boxes = [kept[index].detection.box for index in poor]
         found = self.pyramid.planned(plan).looks_turned(image, boxes, plan.reorient_looks)
@@ -330,10 +331,6 @@ def _detection(found, turned: Detection | None = None) -> Detection:
 
 def _union(box: np.ndarray, other: np.ndarray) -> np.ndarray:
     return np.concatenate([np.minimum(box[:2], other[:2]), np.maximum(box[2:], other[2:])])
-
-
-def _touches_the_edge(box: np.ndarray, width: int, height: int) -> bool:
-    return bool(box[0] <= 0 or box[1] <= 0 or box[2] >= width or box[3] >= height)
 
 
 def _width(box: np.ndarray) -> float:

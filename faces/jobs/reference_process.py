@@ -25,7 +25,7 @@ from django.utils import timezone
 from faces import thresholds
 from faces.engines import FACE_ENGINE
 from faces.exposure import hide_exposed
-from faces.geometry import EDGE_CUTS
+from faces.geometry import EDGE_CUTS, near_edge
 from faces.media.still import Still
 from faces.media.upload import read_object
 from faces.models import EventMember, SubjectReference
@@ -102,16 +102,10 @@ def framed_subject(chosen: list, width: int, height: int, selfie: Selfie) -> lis
     """Of the comparably large faces (largest first), [the largest] when the frame tells it is the subject: it lies
     clear of the border and every other runs into it. Otherwise all of them, ambiguous: two whole faces, or a
     largest face the frame may cut (a close-up), are not told apart by the frame."""
-    if len(chosen) > 1 and not _near_border(chosen[0], width, height, selfie):
-        if all(_near_border(face, width, height, selfie) for face in chosen[1:]):
+    if len(chosen) > 1 and not near_edge(chosen[0].box, width, height, selfie.border):
+        if all(near_edge(face.box, width, height, selfie.border) for face in chosen[1:]):
             return chosen[:1]
     return chosen
-
-
-def _near_border(face, width: int, height: int, selfie: Selfie) -> bool:
-    x1, y1, x2, y2 = (float(v) for v in face.box)
-    margin_x, margin_y = selfie.border * width, selfie.border * height
-    return x1 <= margin_x or y1 <= margin_y or x2 >= width - margin_x or y2 >= height - margin_y
 
 
 def too_poor(face) -> bool:
