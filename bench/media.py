@@ -446,6 +446,25 @@ class TimedPainter:
         self.painter(when, frame)
         self.cell[0] += time.perf_counter() - began
 
+    def strokes(self, when: float) -> list["TimedStroke"]:
+        return [TimedStroke(stroke, self.cell) for stroke in self.painter.strokes(when)]
+
+
+@dataclass
+class TimedStroke:
+    """One of the production painter's strokes, its painting time added to `cell`."""
+
+    stroke: object
+    cell: list[float]
+
+    def reach(self, width: int, height: int) -> tuple[int, int, int, int]:
+        return self.stroke.reach(width, height)
+
+    def paint(self, image, origin=(0, 0)) -> None:
+        began = time.perf_counter()
+        self.stroke.paint(image, origin)
+        self.cell[0] += time.perf_counter() - began
+
 
 def through_the_path(open_clip, data: bytes, engine, schedule) -> tuple[object, list, int, list, dict]:
     """Open, detect (on `schedule`) and render one clip as faces/detection/clips.py and faces/rendering/ do, timing

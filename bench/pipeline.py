@@ -203,7 +203,7 @@ class StageTimer:
         self._wrap(photo_jobs, "match_faces", "match")
         self._wrap(photo_jobs, "name_and_cluster", "match")
         self._wrap(files, "plan_files", "match")
-        self._wrap(painters, "blur_face", "blur")
+        self._wrap(painters, "blur_ellipse", "blur")
         self._wrap(painters, "blur_rectangle", "blur")
         self._wrap(still, "jpeg_and_poster", "encode")
         # Uploads run in a pool beside the next file's render and encode; this is the wait

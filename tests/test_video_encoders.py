@@ -7,9 +7,13 @@ import os
 import threading
 from dataclasses import dataclass, field
 
+import cv2
+import numpy as np
 import pytest
 
-from faces.media.video import Video, side_by_side
+from faces.media.video import Video, painted_patches, put_patches, side_by_side
+from faces.rendering.painters import ALWAYS, PAINTING, BlurPainter
+from momentlens.devservices import samples
 from tests.support import media_clips
 
 
@@ -22,13 +26,29 @@ class BoxPainter:
     broken_after_s: float | None = None
 
     def __call__(self, time: float, frame) -> None:
+        for stroke in self.strokes(time):
+            stroke.paint(frame)
+
+    def strokes(self, time: float) -> list["BlackBox"]:
         if self.broken_after_s is not None and time > self.broken_after_s:
             raise RuntimeError("this output's painter broke")
         index = min(round(time * self.clip.fps), len(self.clip.script) - 1)
         box = self.clip.script[index].dnp
-        if box is not None:
-            x1, y1, x2, y2 = (int(v) for v in box)
-            frame[y1:y2, x1:x2] = 0
+        return [] if box is None else [BlackBox(tuple(int(v) for v in box))]
+
+
+@dataclass(frozen=True)
+class BlackBox:
+    box: tuple[int, int, int, int]
+
+    def reach(self, width: int, height: int) -> tuple[int, int, int, int]:
+        x1, y1, x2, y2 = self.box
+        return max(0, x1), max(0, y1), min(width, x2), min(height, y2)
+
+    def paint(self, image, origin=(0, 0)) -> None:
+        x1, y1, x2, y2 = self.box
+        x, y = origin
+        image[max(0, y1 - y) : y2 - y, max(0, x1 - x) : x2 - x] = 0
 
 
 @pytest.fixture(scope="module")
@@ -69,3 +89,34 @@ def test_encoders_side_by_side_split_the_cores_and_one_keeps_its_own_count(monke
     assert side_by_side(options, 3)["threads"] == "2"
     assert side_by_side(options, 12)["threads"] == "1"
     assert side_by_side({**options, "threads": "4"}, 3)["threads"] == "4"  # an operator's own count stays
+
+
+def test_a_frame_painted_in_patches_is_the_frame_painted_whole():
+    """A clip's painted frame goes to the encoder as its decoded planes with only the painted patches converted
+    (faces/media/video.py, `painted_patches`): every pixel is the one the whole frame painted in BGR and converted
+    gives. Overlapping ellipses (painted in order, on one patch), one cut by the frame's edge, one at odd pixels and a
+    blur region apart from them."""
+    pixels = cv2.resize(samples.group_photo(), (1280, 720))
+    height, width = pixels.shape[:2]
+    faces = [
+        (0.30, 0.30, 0.08, 0.14),
+        (0.35, 0.33, 0.08, 0.14),
+        (0.96, 0.50, 0.08, 0.14),
+        (0.6013, 0.1017, 0.031, 0.047),
+    ]
+    painter = BlurPainter([], faces, [(101, 601, 263, 687)], width, height, [ALWAYS], PAINTING)
+    whole = pixels.copy()
+    painter(0.0, whole)
+    before = cv2.cvtColor(pixels, cv2.COLOR_BGR2YUV_I420)
+    planes = [
+        before[:height],
+        before[height:].reshape(-1)[: width * height // 4].reshape(height // 2, width // 2),
+        before[height:].reshape(-1)[width * height // 4 :].reshape(height // 2, width // 2),
+    ]
+
+    patches = painted_patches(pixels, painter.strokes(0.0))
+    put_patches(planes, patches)
+
+    assert len(patches) == 4  # the two overlapping ellipses share one patch
+    assert np.array_equal(before, cv2.cvtColor(whole, cv2.COLOR_BGR2YUV_I420))
+    assert not np.array_equal(pixels, whole)

@@ -210,6 +210,16 @@ def open(data: bytes, limits: MediaLimits | None = None) -> "Media":
     return Media.opened_as[media_kind(data)](data, limits)
 
 
+class Stroke(Protocol):
+    """One area of a frame a painter blurs."""
+
+    def reach(self, width: int, height: int) -> tuple[int, int, int, int]:
+        """The pixels (x1, y1, x2, y2) of a width x height frame it reads and writes."""
+
+    def paint(self, image: np.ndarray, origin: tuple[int, int] = (0, 0)) -> None:
+        """Blur it into `image` (BGR, in place): the frame, or a patch of it at `origin` holding its whole reach."""
+
+
 class Painter(Protocol):
     """One output's blur."""
 
@@ -218,6 +228,9 @@ class Painter(Protocol):
 
     def __call__(self, time: float, frame: np.ndarray) -> None:
         """Paint the blur onto the frame shown at `time` (BGR, in place)."""
+
+    def strokes(self, time: float) -> list[Stroke]:
+        """What it paints at `time`, in order: painting them is painting the frame."""
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ decoded frame.
 import io
 import os
 import tempfile
+from collections import deque
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from fractions import Fraction
 from pathlib import Path
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from faces.checkpoint import Checkpoint, never_stop
 from faces.media.clip import Clip
-from faces.media.upload import MediaKind, MediaLimits, Painter, RenderedFile, UndecodableMedia, poster
+from faces.media.upload import MediaKind, MediaLimits, Painter, RenderedFile, Stroke, UndecodableMedia, poster
 
 # The display matrix's counter-clockwise turn -> the turn that makes a frame upright.
 TURN = {90: cv2.ROTATE_90_COUNTERCLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_CLOCKWISE}
@@ -122,10 +123,11 @@ class Video(Clip):
             return [RenderedFile(path.read_bytes(), poster) for path, poster in zip(paths, posters, strict=True)]
 
     def _encode(self, painters: list[Painter], paths: list[Path], checkpoint: Checkpoint) -> list[bytes]:
-        """Every frame decoded once and written to each output, the outputs side by side: an encoder waits on its own
-        threads for most of a frame, so one thread feeding each encoder in turn left the cores idle (a 1080p clip's
-        three MP4s: docs/MEASUREMENTS.md, "Encoders side by side"). A frame's writes all end before the
-        next frame (and its sound) is read, so each output's container is only ever used by one thread at a time."""
+        """Every frame decoded once and written to each output, the outputs side by side, each on a thread of its own
+        (`_Output.later`): an encoder waits on its own threads for most of a frame, so one thread feeding each encoder
+        in turn left the cores idle, and a frame whose writes all had to end before the next was read left them
+        idle between frames (a 1080p clip's three MP4s: docs/MEASUREMENTS.md, "Encoders side by side"). Each
+        output's container is only ever used by its own thread, its frames and sound in the file's order."""
         with self._open() as source:
             video_in = _decoding_ahead(source.streams.video[0])
             audio_in = source.streams.audio[0] if source.streams.audio else None
@@ -133,48 +135,51 @@ class Video(Clip):
             outputs = [
                 _Output(path, self.width, self.height, video_in, audio_in, self._rate, options) for path in paths
             ]
-            posters: list[bytes | None] = [None] * len(outputs)
             try:
-                with ThreadPoolExecutor(len(outputs), thread_name_prefix="encode") as encoders:
-                    frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
-                    for frame, time in self._timed(frames):
-                        checkpoint()
-                        writes = self._writes(encoders, outputs, painters, posters, frame, time)
-                        wait(writes)
-                        made = [write.result() for write in writes]  # an output's error is raised here
-                        posters = [before or now for before, now in zip(posters, made, strict=True)]
+                frames = _video_and_audio(source, video_in, audio_in, lambda packet: _audio_to_all(packet, outputs))
+                for frame, time in self._timed(frames):
+                    checkpoint()
+                    self._writes(outputs, painters, frame, time)
+                for output in outputs:
+                    output.drain()  # an output's error is raised here, or at a `later` that waited on it
             finally:
                 for output in outputs:
                     output.close()
-        if any(p is None for p in posters):
+        if any(output.poster is None for output in outputs):
             raise UndecodableMedia("the video stream decoded to no frame")
-        return posters
+        return [output.poster for output in outputs]
 
-    def _writes(self, encoders, outputs: list["_Output"], painters: list[Painter], posters: list, frame, time: float):
-        """Each output's write of one frame, started on `encoders`. A frame no output blurs at this time goes to the
+    def _writes(self, outputs: list["_Output"], painters: list[Painter], frame, time: float) -> None:
+        """Each output's write of one frame, on its own thread. A frame no output blurs at this time goes to the
         encoders as decoded, without a copy or a conversion to BGR and back; every output of it carries the same
         timestamp, set here before any of them reads it."""
         as_is = [
-            self._as_it_is(frame) and made is not None and not _paints_at(painter, time)
-            for made, painter in zip(posters, painters, strict=True)
+            self._as_it_is(frame) and output.started and not _paints_at(painter, time)
+            for output, painter in zip(outputs, painters, strict=True)
         ]
         frame.pts, frame.time_base = self._pts(frame, time), self._time_base
         pixels = None if all(as_is) else self._upright(frame)
-        return [
-            encoders.submit(output.decoded, frame)
-            if whole
-            else encoders.submit(self._write, output, painter, frame, pixels, time, made is None)
-            for output, painter, made, whole in zip(outputs, painters, posters, as_is, strict=True)
-        ]
+        for output, painter, whole in zip(outputs, painters, as_is, strict=True):
+            if whole:
+                output.later(output.decoded, frame)
+            else:
+                output.later(self._write, output, painter, frame, pixels, time, not output.started)
+            output.started = True
 
     def _write(
         self, output: "_Output", painter: Painter, frame: av.VideoFrame, pixels: np.ndarray, time: float, first: bool
-    ) -> bytes | None:
-        """One output's frame painted and encoded; its poster when it is the output's first painted frame."""
+    ) -> None:
+        """One output's frame painted and encoded, and its poster when it is the output's first frame. A
+        decoded yuv420p frame that needs no turning or scaling is painted in patches (`painted_patches`); any
+        other, and the poster's, is painted whole in BGR and converted whole."""
+        if not first and self._as_it_is(frame) and frame.format.name == "yuv420p":
+            output.patched(frame, painted_patches(pixels, painter.strokes(time)))
+            return
         painted = pixels.copy()
         painter(time, painted)
         output.video(painted, frame.pts, self._time_base)
-        return poster(painted, self.limits) if first else None
+        if first:
+            output.poster = poster(painted, self.limits)
 
     def _open(self):
         try:
@@ -214,6 +219,65 @@ def _paints_at(painter: Painter, time: float) -> bool:
     return any(start <= time <= end for start, end in painter.spans)
 
 
+def painted_patches(pixels: np.ndarray, strokes: list[Stroke]) -> list[tuple[int, int, np.ndarray]]:
+    """The frame's painted areas as (x, y, yuv420p pixels) patches: strokes whose reaches overlap are painted
+    together, in their order, on a copy of the pixels they reach, each patch widened to even pixels (yuv420p keeps
+    one colour sample per 2x2) and converted alone. The rest of the frame is left as decoded: a patch's pixels are
+    those the whole frame painted and converted gives there, and the copy and conversion of the whole frame for
+    every output (a 1080p clip's three MP4s: a quarter of the render pass's CPU) are not made."""
+    height, width = pixels.shape[:2]
+    patches = []
+    for (x1, y1, x2, y2), group in _overlapping(strokes, width, height):
+        patch = pixels[y1:y2, x1:x2].copy()
+        for stroke in group:
+            stroke.paint(patch, (x1, y1))
+        patches.append((x1, y1, cv2.cvtColor(patch, cv2.COLOR_BGR2YUV_I420)))
+    return patches
+
+
+def _overlapping(strokes: list[Stroke], width: int, height: int) -> list[tuple[tuple[int, int, int, int], list]]:
+    """The strokes that reach into the frame, in groups whose even-widened reaches overlap, each with its group's
+    bounds; a group's strokes in their order."""
+    groups: list[tuple[tuple[int, int, int, int], list[int]]] = []
+    for index, stroke in enumerate(strokes):
+        x1, y1, x2, y2 = stroke.reach(width, height)
+        if x2 <= x1 or y2 <= y1:
+            continue
+        box, members = (x1 // 2 * 2, y1 // 2 * 2, min(width, -(-x2 // 2) * 2), min(height, -(-y2 // 2) * 2)), [index]
+        while touching := [group for group in groups if _overlap(group[0], box)]:
+            for group in touching:
+                groups.remove(group)
+                box, members = _bounds(box, group[0]), members + group[1]
+        groups.append((box, members))
+    return [(box, [strokes[index] for index in sorted(members)]) for box, members in groups]
+
+
+def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _bounds(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+
+
+def put_patches(planes: list[np.ndarray], patches: list[tuple[int, int, np.ndarray]]) -> None:
+    """Each (x, y, yuv420p pixels) patch written into a frame's Y, U and V planes (x and y even)."""
+    for x, y, yuv in patches:
+        height, width = yuv.shape[0] * 2 // 3, yuv.shape[1]
+        chroma = yuv.reshape(-1)[height * width :].reshape(2, height // 2, width // 2)
+        planes[0][y : y + height, x : x + width] = yuv[:height]
+        for plane, samples in zip(planes[1:], chroma, strict=True):
+            plane[y // 2 : (y + height) // 2, x // 2 : (x + width) // 2] = samples
+
+
+def _planes(frame: av.VideoFrame) -> list[np.ndarray]:
+    """A yuv420p frame's three planes as arrays over its own buffers (rows past the width cut off)."""
+    return [
+        np.frombuffer(plane, np.uint8).reshape(plane.height, plane.line_size)[:, : plane.width]
+        for plane in frame.planes
+    ]
+
+
 def _audio_to_all(packet: av.Packet, outputs: list["_Output"]) -> None:
     """The packet's sound, decoded once, into every output; a packet that does not decode is dropped."""
     if packet.dts is None:  # the demuxer's end-of-stream marker
@@ -223,7 +287,7 @@ def _audio_to_all(packet: av.Packet, outputs: list["_Output"]) -> None:
     except av.FFmpegError:
         return
     for output in outputs:
-        output.encode_audio(frames)
+        output.later(output.encode_audio, frames)
 
 
 def _video_and_audio(container, video_in, audio_in, on_audio) -> Iterator[av.VideoFrame]:
@@ -251,9 +315,15 @@ def _decoded(packet: av.Packet) -> list:
 
 
 class _Output:
-    """One MP4 being written: H.264 frames with the upload's timestamps, its sound encoded again as AAC."""
+    """One MP4 being written: H.264 frames with the upload's timestamps, its sound encoded again as AAC. Its writes
+    run in order on a thread of its own, at most `ahead` frames behind the frame being read (each holds a frame)."""
+
+    ahead = 3
 
     def __init__(self, path: Path, width: int, height: int, video_in, audio_in, rate: Fraction, x264_options: Mapping):
+        self._lane = ThreadPoolExecutor(1, thread_name_prefix="encode")
+        self._queued: deque[Future] = deque()
+        self.started, self.poster = False, None
         self.container = av.open(str(path), mode="w", format="mp4", options={"movflags": "+faststart"})
         self.stream = self.container.add_stream("libx264", rate=rate, options=dict(x264_options))
         # yuv420p needs even sides: an odd one gets one copied row or column at its far edge.
@@ -282,6 +352,17 @@ class _Output:
         frame.pts, frame.time_base = pts, time_base
         self.container.mux(self.stream.encode(frame))
 
+    def patched(self, frame: av.VideoFrame, patches: list[tuple[int, int, np.ndarray]]) -> None:
+        """A decoded yuv420p frame, its timestamp already the output's, with the painted patches written over a copy
+        of it."""
+        out = av.VideoFrame(frame.width, frame.height, "yuv420p")
+        planes = _planes(out)
+        for source, target in zip(_planes(frame), planes, strict=True):
+            np.copyto(target, source)
+        put_patches(planes, patches)
+        out.pts, out.time_base = frame.pts, frame.time_base
+        self.container.mux(self.stream.encode(out))
+
     def decoded(self, frame: av.VideoFrame) -> None:
         """A decoded frame as it is, its timestamp already the output's (the encoder converts its pixel format if it
         must). Other outputs encode the same frame at the same time: in the encoder's own time base (every output's
@@ -293,7 +374,20 @@ class _Output:
             for resampled in self.resampler.resample(frame):
                 self.container.mux(self.audio_out.encode(resampled))
 
+    def later(self, write, *args) -> None:
+        """`write(*args)` on the output's thread, after every write given before it."""
+        self._queued.append(self._lane.submit(write, *args))
+        while len(self._queued) > self.ahead:
+            self._queued.popleft().result()
+
+    def drain(self) -> None:
+        while self._queued:
+            self._queued.popleft().result()
+
     def close(self) -> None:
+        """The encoder's last frames and the file's end written, once its thread has stopped (a write not yet
+        started is dropped: the render failed or was stopped)."""
+        self._lane.shutdown(wait=True, cancel_futures=True)
         try:
             self.container.mux(self.stream.encode(None))
             if self.audio_out is not None:

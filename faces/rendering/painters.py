@@ -167,10 +167,37 @@ class BlurPainter:
         return cls([], [_box(face) for face in faces], regions, width, height, spans, painting)
 
     def __call__(self, time: float, frame: np.ndarray) -> None:
-        for box in self.still_faces + _track_faces(self.tracks, time):
-            blur_face(frame, box, self.width, self.height, self.painting)
-        for region in self.regions:
-            blur_rectangle(frame, region, self.painting)
+        for stroke in self.strokes(time):
+            stroke.paint(frame)
+
+    def strokes(self, time: float) -> list["Stroke"]:
+        """What it paints at `time`, in order: an ellipse over each face, then the regions."""
+        faces = self.still_faces + _track_faces(self.tracks, time)
+        return [
+            Stroke(expanded_face_box(box, self.width, self.height, self.painting), True, self.painting) for box in faces
+        ] + [Stroke(region, False, self.painting) for region in self.regions]
+
+
+@dataclass(frozen=True)
+class Stroke:
+    """One area of a frame blurred: the ellipse inscribed in `box` (which may overhang the frame), or the rectangle
+    `box`, in the frame's pixels. It reads and writes only `reach`, its part inside the frame, so strokes whose
+    reaches are apart can be painted apart, each on a patch of the frame (faces/media/video.py)."""
+
+    box: tuple[int, int, int, int]
+    ellipse: bool
+    painting: Painting
+
+    def reach(self, width: int, height: int) -> tuple[int, int, int, int]:
+        return _clip(*self.box, width, height)
+
+    def paint(self, image: np.ndarray, origin: tuple[int, int] = (0, 0)) -> None:
+        """Blur it, in place, into `image`: the frame, or a patch of it whose top left corner is at `origin` and
+        which holds the stroke's whole reach."""
+        x, y = origin
+        x1, y1, x2, y2 = self.box
+        shifted = (x1 - x, y1 - y, x2 - x, y2 - y)
+        (blur_ellipse if self.ellipse else blur_rectangle)(image, shifted, self.painting)
 
 
 def painters_of(
