@@ -51,6 +51,7 @@ import io
 import os
 import resource
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -501,19 +502,22 @@ class StepTimes:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
-        self._searching = False
+        # Steps run on several threads (the motion maps read ahead, the encoders): each its own search flag.
+        self._thread = threading.local()
+        self._adding = threading.Lock()
 
     @contextlib.contextmanager
     def __call__(self, step: str):
-        searching = self._searching
-        self._searching = searching or step == "search"
+        searching = getattr(self._thread, "searching", False)
+        self._thread.searching = searching or step == "search"
         began = time.perf_counter()
         try:
             yield
         finally:
-            self._searching = searching
+            self._thread.searching = searching
             if not (searching and step == "embed"):
-                self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - began
+                with self._adding:
+                    self.seconds[step] = self.seconds.get(step, 0.0) + time.perf_counter() - began
 
     @contextlib.contextmanager
     def timed(self):
@@ -524,6 +528,7 @@ class StepTimes:
             (InsightFaceEngine, "embed_many", "embed"),
             (video._Output, "video", "encode"),
             (video._Output, "decoded", "encode"),
+            (video._Output, "patched", "encode"),
             (video._Output, "close", "encode"),
         ]
         with contextlib.ExitStack() as stack:

@@ -35,6 +35,7 @@ from faces.engines import DetectedFace, FaceEngine
 from faces.engines.base import Plan, Watch
 from faces.geometry import PixelBox, iou, near_edge
 from faces.media.clip import Clip
+from faces.media.read_ahead import read_ahead
 from faces.tracks import TRACKING, Tracking, link
 
 
@@ -95,6 +96,9 @@ class ClipSchedule:
     # it moves half a cell or more.
     least_shift_response: float = 0.1
     least_shift_cells: float = 0.5
+    # The frames decoded, converted and compared ahead of the detector, on a thread of their own (each held: a
+    # 1080p frame is 6 MB).
+    frames_ahead: int = 4
 
     def look_plan_of(self, width: int, height: int) -> Plan:
         """A video frame's look plan (or a region of one's): look_plan at the budget above, its scale rounded down
@@ -124,34 +128,50 @@ def detect_clip(
     cuts: list[float] = []
     searched: dict[float, list] = {}  # frames searched in parts only: those parts
     scale = np.array([clip.width, clip.height] * 2, dtype=np.float64)
-    watched = changes(clip.frames(), schedule, watching=schedule.watch_motion and not clip.every_frame, watch=watch)
+    watching = schedule.watch_motion and not clip.every_frame
+    watched = read_ahead(changes(clip.frames(), schedule, watching=watching, watch=watch), schedule.frames_ahead)
     # One plan for the clip's looks and the places searched between them: the frame's size decides it.
     plan = None if clip.every_frame else schedule.look_plan_of(clip.width, clip.height)
     interval = tracking.look_interval_s
     frames = ((t, (f, c), c.cut) for t, f, c in watched)
-    for time, (frame, change), look in scheduled(frames, clip.every_frame, interval):
-        checkpoint()  # a try cut off from its session, or stopped for privacy work, stops within a frame
-        if change.cut:
-            cuts.append(time)
-        if look or change.whole_frame:
-            seen += [(time, face) for face in engine.analyze(frame, plan=plan, checkpoint=checkpoint)]
-            continue
-        # Where a sighting here may continue a track: the regions searched, and the people who moved.
-        people = [] if schedule.search_inside_people else _people(seen, time, interval)
-        with watch("motion"):
-            regions, moved = search_areas(change, people, schedule)
-        with watch("search"):
-            found = [
-                face for area in regions for face in _analyze_region(engine, frame, area, plan, schedule, checkpoint)
-            ]
-        seen += [(time, face) for face in found]
-        searched[time] = [np.array(area) / scale for area in regions + moved]
+    # Closed as soon as the pass ends or is stopped: the reading ahead stops then, not when the pass's frames are freed.
+    with contextlib.closing(watched):
+        for time, (frame, change), look in scheduled(frames, clip.every_frame, interval):
+            checkpoint()  # a try cut off from its session, or stopped for privacy work, stops within a frame
+            if change.cut:
+                cuts.append(time)
+            if look or change.whole_frame:
+                seen += [(time, face) for face in engine.analyze(frame, plan=plan, checkpoint=checkpoint)]
+                continue
+            people = [] if schedule.search_inside_people else _people(seen, time, interval)
+            found, areas = _between_looks(engine, frame, change, people, plan, schedule, checkpoint, watch)
+            seen += [(time, face) for face in found]
+            searched[time] = [np.array(area) / scale for area in areas]
     sightings = [(time, face.box / scale) for time, face in seen]
     clear = _clearly_seen([face for _, face in seen], engine.name, clip.width, clip.height)
     with watch("link"):
         embeddings = [face.embedding for _, face in seen]
         tracks = link(sightings, cuts, searched, embeddings=embeddings, clear=clear, tracking=tracking)
     return [(time, track, face) for (time, face), track in zip(seen, tracks, strict=True)]
+
+
+def _between_looks(
+    engine: FaceEngine,
+    frame: np.ndarray,
+    change: "Change",
+    people: list[PixelBox],
+    plan: Plan,
+    schedule: ClipSchedule,
+    checkpoint: Checkpoint,
+    watch: Watch,
+) -> tuple[list[DetectedFace], list[PixelBox]]:
+    """A frame between looks: the faces in the places that changed, and where a sighting here may continue a track
+    (the places searched, and the people who moved)."""
+    with watch("motion"):
+        regions, moved = search_areas(change, people, schedule)
+    with watch("search"):
+        found = [face for area in regions for face in _analyze_region(engine, frame, area, plan, schedule, checkpoint)]
+    return found, regions + moved
 
 
 def scheduled[Frame](
