@@ -73,21 +73,12 @@ def hidden_share(box: FractionBox, width: int, height: int, edges: EdgeCuts = ED
     return max(share, edges.corner_hidden_share) if on_side and on_top_or_bottom else share
 
 
-SIDES = ("left", "top", "right", "bottom")
-
-
 def near_edge(box: PixelBox, width: int, height: int, margin: float = 0.0) -> bool:
     """Whether a box on the picture reaches within `margin` of its edge (a fraction of each side; 0: onto it or
     past it)."""
-    return bool(edges_reached(box, width, height, margin))
-
-
-def edges_reached(box: PixelBox, width: int, height: int, margin: float = 0.0) -> tuple[str, ...]:
-    """The picture's sides (of SIDES, in that order) a box on it reaches within `margin` of (as near_edge)."""
     x1, y1, x2, y2 = (float(v) for v in box)
     margin_x, margin_y = margin * width, margin * height
-    reached = (x1 <= margin_x, y1 <= margin_y, x2 >= width - margin_x, y2 >= height - margin_y)
-    return tuple(side for side, near in zip(SIDES, reached, strict=True) if near)
+    return x1 <= margin_x or y1 <= margin_y or x2 >= width - margin_x or y2 >= height - margin_y
 
 
 def _push_past_edges(low: float, high: float, size: int, missing: float, touching_px: float) -> tuple[float, float]:

@@ -33,7 +33,7 @@ from faces import thresholds
 from faces.checkpoint import Checkpoint, never_stop
 from faces.engines import DetectedFace, FaceEngine
 from faces.engines.base import Plan, Watch
-from faces.geometry import PixelBox, edges_reached, iou, near_edge
+from faces.geometry import PixelBox, iou, near_edge
 from faces.media.clip import Clip
 from faces.media.read_ahead import read_ahead
 from faces.tracks import TRACKING, Tracking, link
@@ -246,11 +246,9 @@ def _search(
     if factor < 1.0:
         size = (max(1, round(crop.shape[1] * factor)), max(1, round(crop.shape[0] * factor)))
         crop = cv2.resize(crop, size, interpolation=cv2.INTER_AREA)
-    # The edge pass (the crop mirrored past the frame's edges it reaches) is for faces the frame's edge cuts; one the
-    # region's own edge cuts is searched again in its surroundings (_analyze_region). Mirrored past the region's own
-    # edges too, a strip along the frame's edge cost up to ten times its pixels.
-    sides = edges_reached(region, frame.shape[1], frame.shape[0])
-    plan = replace(look, edge_pass=bool(sides), edge_sides=sides)
+    # The edge pass (the crop mirrored past its edges, about three times its pixels) is for faces the frame's
+    # edge cuts; one the region's own edge cuts is searched again in its surroundings (_analyze_region).
+    plan = replace(look, edge_pass=near_edge(region, frame.shape[1], frame.shape[0]))
     found = engine.analyze(np.ascontiguousarray(crop), plan=plan, checkpoint=checkpoint)
     offset = np.array([x1, y1], dtype=np.float32)
     return [

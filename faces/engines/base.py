@@ -90,9 +90,6 @@ class Plan:
     edge_pass: bool = True
     # The edge pass mirrors the overview this far past each edge (a fraction of its long side): half a face.
     edge_mirror: float = 0.25
-    # The edges it mirrors past (faces.geometry.SIDES): a photo's four; a part of a video frame searched between
-    # looks only those on the frame's edge (faces/detection/clips.py), as only those cut a picture.
-    edge_sides: tuple[str, ...] = ("left", "top", "right", "bottom")
     # The edge pass keeps what scores this much: mirrored half faces score 0.45-0.8.
     edge_score: float = 0.4
     # No second look for an unsure edge candidate: it drops false faces but loses more cut faces

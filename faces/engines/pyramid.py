@@ -103,7 +103,7 @@ import numpy as np
 from faces.checkpoint import Checkpoint, never_stop
 from faces.engines.base import PHOTO_PLAN, Plan, Watch
 from faces.engines.lanes import Lanes
-from faces.geometry import SIDES, iou
+from faces.geometry import iou
 
 # (box (4,) x1 y1 x2 y2, landmarks (5, 2), score), pixels of the image given to `detect`.
 Found = tuple[np.ndarray, np.ndarray, float]
@@ -353,14 +353,11 @@ class PyramidDetector:
         scaled_w, scaled_h = round(width * scale), round(height * scale)
         scaled = shrinks.at(scaled_w, scaled_h)
         pad = round(plan.edge_mirror * max(scaled_w, scaled_h))
-        left, top, right, bottom = (pad if side in plan.edge_sides else 0 for side in SIDES)
-        mirrored = cv2.copyMakeBorder(scaled, top, bottom, left, right, cv2.BORDER_REFLECT_101)
-        size = (scaled_w + left + right, scaled_h + top + bottom)
-        ((b, k, s),) = _run(self.overview_passes, [(mirrored, *size)], plan.edge_score)
+        mirrored = cv2.copyMakeBorder(scaled, pad, pad, pad, pad, cv2.BORDER_REFLECT_101)
+        ((b, k, s),) = _run(self.overview_passes, [(mirrored, scaled_w + 2 * pad, scaled_h + 2 * pad)], plan.edge_score)
         back = np.array([width / scaled_w, height / scaled_h], np.float32)
-        origin = np.array([left, top], np.float32)
-        b = ((b.reshape(-1, 2, 2) - origin) * back).reshape(-1, 4)
-        k = (k - origin) * back
+        b = ((b.reshape(-1, 2, 2) - pad) * back).reshape(-1, 4)
+        k = (k - pad) * back
         past = (b[:, 0] < 0) | (b[:, 1] < 0) | (b[:, 2] > width) | (b[:, 3] > height)
         inside = (b[:, 2] > 0) & (b[:, 3] > 0) & (b[:, 0] < width) & (b[:, 1] < height)
         found = np.flatnonzero(past & inside)
