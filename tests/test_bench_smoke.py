@@ -276,3 +276,11 @@ def test_side_by_side_runs():
     out = bench("bench/side_by_side_runs.py", "--runs", "2", "--repeats", "1")
     assert "| detector | 160x160 |" in out
     assert "| recogniser | 4 faces of 112x112 |" in out
+
+
+def test_read_ahead():
+    out = bench("bench/read_ahead.py", "--scenes", "walking", "--seconds", "0.5", "--rounds", "1")
+    found = re.findall(
+        r"\| walking \| 15 \| (?:read ahead \(\d+ frames\)|on the detector's thread) \| .+ \| (\d+) \|", out
+    )
+    assert len(found) == 2 and found[0] == found[1], out

@@ -97,7 +97,7 @@ class ClipSchedule:
     least_shift_response: float = 0.1
     least_shift_cells: float = 0.5
     # The frames decoded, converted and compared ahead of the detector, on a thread of their own (each held: a
-    # 1080p frame is 6 MB).
+    # 1080p frame is 6 MB); 0: on the detector's thread (bench/read_ahead.py).
     frames_ahead: int = 4
 
     def look_plan_of(self, width: int, height: int) -> Plan:

@@ -9,9 +9,12 @@ _END = object()
 
 
 def read_ahead[T](items: Iterable[T], depth: int) -> Iterator[T]:
-    """`items` in order, produced on a thread of its own at most `depth` ahead of the one taken. Its error is raised
-    here, in its place in the stream; taking no more (closing this iterator, or an error of the taker's) stops the
-    thread and closes `items` on it."""
+    """`items` in order, produced on a thread of its own at most `depth` ahead of the one taken (0: on the taker's
+    thread, as it takes them). Its error is raised here, in its place in the stream; taking no more (closing this
+    iterator, or an error of the taker's) stops the thread and closes `items` on it."""
+    if depth < 1:
+        yield from items
+        return
     ready: queue.Queue = queue.Queue(depth)
     stop = threading.Event()
 

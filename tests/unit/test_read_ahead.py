@@ -68,3 +68,15 @@ def test_the_takers_own_error_stops_the_thread():
     with pytest.raises(RuntimeError, match="stopped for privacy work"):
         take_until_stopped()
     assert not _threads()
+
+
+def test_no_depth_reads_on_the_takers_thread():
+    makers = []
+
+    def items():
+        for number in range(5):
+            makers.append(threading.current_thread().name)
+            yield number
+
+    assert list(read_ahead(items(), 0)) == list(range(5))
+    assert set(makers) == {threading.current_thread().name}
