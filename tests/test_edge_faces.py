@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 from faces.models import Photo
-from faces.rendering.painters import blur_face
+from faces.rendering.painters import face_stroke
 from momentlens.devservices import samples
 from tests.support import factories
 from tests.support.media_samples import animation
@@ -46,7 +46,7 @@ def test_every_visible_pixel_of_a_face_cut_by_the_edge_is_blurred(cut):
     # Noise: a pixel the blur reaches cannot keep its value.
     image = np.random.default_rng(7).integers(0, 256, (HEIGHT, WIDTH, 3), dtype=np.uint8)
     out = image.copy()
-    blur_face(out, stored, WIDTH, HEIGHT)
+    face_stroke(stored, WIDTH, HEIGHT).paint(out)
 
     rows, columns = visible_core(x1, y1)
     changed = np.abs(out[rows, columns].astype(int) - image[rows, columns].astype(int)).sum(axis=2) > 0

@@ -13,9 +13,9 @@ from faces.media.upload import encode_jpeg, thumbnail
 from faces.rendering.painters import (
     PAINTING,
     blur_ellipse,
-    blur_face,
     blur_rectangle,
     expanded_face_box,
+    face_stroke,
     region_box,
 )
 from momentlens.devservices import samples
@@ -36,7 +36,7 @@ def test_a_blurred_face_no_longer_matches_its_owner_at_the_blur_threshold(group)
         reference = engine.analyze(samples.derived_portrait(group, face.box))[0].embedding
         assert float(face.embedding @ reference) >= blur_at, "unblurred, the face does match its reference"
         blurred = group.copy()
-        blur_face(blurred, fraction_box(face, width, height), width, height)
+        face_stroke(fraction_box(face, width, height), width, height).paint(blurred)
         blurred = cv2.imdecode(np.frombuffer(encode_jpeg(blurred), np.uint8), cv2.IMREAD_COLOR)
         for found in engine.analyze(blurred):
             overlaps = not (found.box[2] < face.box[0] or found.box[0] > face.box[2])

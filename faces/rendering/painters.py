@@ -173,9 +173,9 @@ class BlurPainter:
     def strokes(self, time: float) -> list["Stroke"]:
         """What it paints at `time`, in order: an ellipse over each face, then the regions."""
         faces = self.still_faces + _track_faces(self.tracks, time)
-        return [
-            Stroke(expanded_face_box(box, self.width, self.height, self.painting), True, self.painting) for box in faces
-        ] + [Stroke(region, False, self.painting) for region in self.regions]
+        return [face_stroke(box, self.width, self.height, self.painting) for box in faces] + [
+            Stroke(region, False, self.painting) for region in self.regions
+        ]
 
 
 @dataclass(frozen=True)
@@ -263,12 +263,12 @@ def region_box(region: dict, width: int, height: int) -> tuple[int, int, int, in
     return _clip(x * width, y * height, (x + w) * width, (y + h) * height, width, height)
 
 
-def blur_face(
-    image: np.ndarray, box: tuple[float, float, float, float], width: int, height: int, painting: Painting = PAINTING
-) -> None:
-    """The face `box` (x, y, w, h fractions of the width x height image) blurred: an ellipse over it, grown by
+def face_stroke(
+    box: tuple[float, float, float, float], width: int, height: int, painting: Painting = PAINTING
+) -> Stroke:
+    """The blur of the face `box` (x, y, w, h fractions of the width x height image): an ellipse over it, grown by
     the painting's face_expansion and restored past the image's edge (expanded_face_box)."""
-    blur_ellipse(image, expanded_face_box(box, width, height, painting), painting)
+    return Stroke(expanded_face_box(box, width, height, painting), True, painting)
 
 
 def blur_ellipse(image: np.ndarray, box: tuple[int, int, int, int], painting: Painting = PAINTING) -> None:
