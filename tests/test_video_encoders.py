@@ -3,10 +3,12 @@ be if it were rendered alone, an output that fails stops the render with its own
 the encoders split the cores between them."""
 
 import dataclasses
+import io
 import os
 import threading
 from dataclasses import dataclass, field
 
+import av
 import cv2
 import numpy as np
 import pytest
@@ -120,3 +122,28 @@ def test_a_frame_painted_in_patches_is_the_frame_painted_whole():
     assert len(patches) == 4  # the two overlapping ellipses share one patch
     assert np.array_equal(before, cv2.cvtColor(whole, cv2.COLOR_BGR2YUV_I420))
     assert not np.array_equal(pixels, whole)
+
+
+def test_a_frame_whose_rows_are_padded_in_memory_is_painted_in_place():
+    """A 1000 px wide frame's planes are 1024 bytes a row in FFmpeg's buffers: its patches land where they belong and
+    the rest of the picture is the upload's (noise, so a sheared or shifted picture could not pass)."""
+    width, height = 1000, 562
+    upload = io.BytesIO()
+    with av.open(upload, "w", format="mp4") as container:
+        stream = container.add_stream("libx264", rate=30)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        for index, pixels in enumerate(np.random.default_rng(0).integers(0, 256, (5, height, width, 3), np.uint8)):
+            frame = av.VideoFrame.from_ndarray(pixels, format="bgr24")
+            frame.pts = index
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+    video = Video(upload.getvalue())
+    painter = BlurPainter([], [(0.4, 0.4, 0.2, 0.3)], [], width, height, [ALWAYS], PAINTING)
+
+    (file,) = video.render([painter])
+
+    before, after = media_clips.read_video(video.data).frames[2], media_clips.read_video(file.data).frames[2]
+    assert before.shape == after.shape == (height, width, 3)
+    blurred = (slice(260, 380), slice(420, 580))
+    assert after[blurred].std() < 5 < 40 < before[blurred].std()
+    assert np.abs(after[:, :300].astype(int) - before[:, :300]).mean() < 12
