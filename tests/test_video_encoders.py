@@ -5,6 +5,7 @@ the encoders split the cores between them."""
 import dataclasses
 import io
 import os
+import struct
 import threading
 from dataclasses import dataclass, field
 
@@ -124,26 +125,54 @@ def test_a_frame_painted_in_patches_is_the_frame_painted_whole():
     assert not np.array_equal(pixels, whole)
 
 
-def test_a_frame_whose_rows_are_padded_in_memory_is_painted_in_place():
-    """A 1000 px wide frame's planes are 1024 bytes a row in FFmpeg's buffers: its patches land where they belong and
-    the rest of the picture is the upload's (noise, so a sheared or shifted picture could not pass)."""
-    width, height = 1000, 562
-    upload = io.BytesIO()
-    with av.open(upload, "w", format="mp4") as container:
+def _noise_mp4(width: int, height: int, frames: int, *, turned_90: bool = False) -> bytes:
+    """An H.264 MP4 of noise frames shown width x height (a sheared or shifted picture cannot pass for them): with
+    `turned_90`, stored on their side with a display matrix that turns them back (a phone held upright)."""
+    shown = np.random.default_rng(0).integers(0, 256, (frames, height, width, 3), np.uint8)
+    stored = [cv2.rotate(frame, cv2.ROTATE_90_CLOCKWISE) if turned_90 else frame for frame in shown]
+    out = io.BytesIO()
+    with av.open(out, "w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=30)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        for index, pixels in enumerate(np.random.default_rng(0).integers(0, 256, (5, height, width, 3), np.uint8)):
+        stream.height, stream.width = stored[0].shape[:2]
+        stream.pix_fmt = "yuv420p"
+        for index, pixels in enumerate(stored):
             frame = av.VideoFrame.from_ndarray(pixels, format="bgr24")
             frame.pts = index
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
-    video = Video(upload.getvalue())
-    painter = BlurPainter([], [(0.4, 0.4, 0.2, 0.3)], [], width, height, [ALWAYS], PAINTING)
+    data = out.getvalue()
+    if turned_90:  # the track header's matrix, which FFmpeg reads as a 90 degree counter-clockwise display turn
+        at = data.index(b"tkhd") + 44
+        data = data[:at] + struct.pack(">9i", 0, -0x10000, 0, 0x10000, 0, 0, 0, 0, 0x40000000) + data[at + 36 :]
+    return data
 
-    (file,) = video.render([painter])
 
-    before, after = media_clips.read_video(video.data).frames[2], media_clips.read_video(file.data).frames[2]
-    assert before.shape == after.shape == (height, width, 3)
-    blurred = (slice(260, 380), slice(420, 580))
-    assert after[blurred].std() < 5 < 40 < before[blurred].std()
-    assert np.abs(after[:, :300].astype(int) - before[:, :300]).mean() < 12
+def _painted_in_place(data: bytes, turned_90: bool = False) -> None:
+    """The clip rendered with a face blurred and with nothing blurred: each output is the upload's picture as shown,
+    upright, the face's ellipse blurred in the first and nothing in the second."""
+    shown = media_clips.read_video(data).frames[2]
+    shown = cv2.rotate(shown, cv2.ROTATE_90_COUNTERCLOCKWISE) if turned_90 else shown
+    height, width = shown.shape[:2]
+    video = Video(data)
+    assert (video.width, video.height) == (width, height)
+    face = BlurPainter([], [(0.4, 0.4, 0.2, 0.2)], [], width, height, [ALWAYS], PAINTING)
+    nothing = BlurPainter([], [], [], width, height, [], PAINTING)
+
+    blurred, plain = (media_clips.read_video(file.data).frames[2] for file in video.render([face, nothing]))
+
+    centre = (slice(round(0.45 * height), round(0.55 * height)), slice(round(0.45 * width), round(0.55 * width)))
+    assert blurred.shape == plain.shape == (height, width, 3)
+    assert blurred[centre].std() < 5 < 40 < shown[centre].std()
+    assert np.abs(blurred[:, : width // 4].astype(int) - shown[:, : width // 4]).mean() < 12
+    assert np.abs(plain.astype(int) - shown).mean() < 12
+
+
+def test_a_frame_whose_rows_are_padded_in_memory_is_painted_in_place():
+    """A 1000 px wide frame's planes are 1024 bytes a row in FFmpeg's buffers."""
+    _painted_in_place(_noise_mp4(1000, 562, 5))
+
+
+def test_a_phone_clip_stored_on_its_side_is_painted_upright():
+    """A portrait clip stored landscape with a display matrix: its planes are turned upright for every output, the
+    face's patch painted where the upright picture has it."""
+    _painted_in_place(_noise_mp4(360, 640, 5, turned_90=True), turned_90=True)

@@ -55,8 +55,10 @@ class Video(Clip):
         width, height = self._size
         self.limits.check_clip(frames=self.frame_count, duration_s=self.duration_ms / 1000, width=width, height=height)
         self.width, self.height = (height, width) if self._rotation in (90, 270) else (width, height)
-        # Frames with nothing to blur skip the BGR round trip, unless they need turning or padding.
-        self._as_decoded = self._rotation == 0 and width % 2 == 0 and height % 2 == 0
+        # Frames with nothing to blur skip the BGR round trip, unless they need padding; and the encoder's own copy
+        # too, unless they need turning.
+        self._even = width % 2 == 0 and height % 2 == 0
+        self._as_decoded = self._rotation == 0 and self._even
 
     def _header(self) -> tuple[av.VideoFrame, list[int], Fraction, Fraction]:
         """One read of the stream: its first frame (decoded only once the header's frame size is within the
@@ -150,36 +152,66 @@ class Video(Clip):
         return [output.poster for output in outputs]
 
     def _writes(self, outputs: list["_Output"], painters: list[Painter], frame, time: float) -> None:
-        """Each output's write of one frame, on its own thread. A frame no output blurs at this time goes to the
-        encoders as decoded, without a copy or a conversion to BGR and back; every output of it carries the same
-        timestamp, set here before any of them reads it."""
-        as_is = [
-            self._as_it_is(frame) and output.started and not _paints_at(painter, time)
-            for output, painter in zip(outputs, painters, strict=True)
-        ]
+        """Each output's write of one frame, on its own thread, the way `_way` gives. The frame's BGR pixels and its
+        planes turned upright are made once, if a way needs them; every output of it carries the same timestamp, set
+        here before any of them reads it."""
         frame.pts, frame.time_base = self._pts(frame, time), self._time_base
-        pixels = None if all(as_is) else self._upright(frame)
-        for output, painter, whole in zip(outputs, painters, as_is, strict=True):
-            if whole:
+        ways = [self._way(output, painter, frame, time) for output, painter in zip(outputs, painters, strict=True)]
+        pixels = self._upright(frame) if {"whole", "patched"} & set(ways) else None
+        planes = self._upright_planes(frame) if {"patched", "planes"} & set(ways) else None
+        for output, painter, way in zip(outputs, painters, ways, strict=True):
+            if way == "decoded":
                 output.later(output.decoded, frame)
+            elif way == "whole":
+                output.later(self._write_whole, output, painter, frame, pixels, time)
             else:
-                output.later(self._write, output, painter, frame, pixels, time, not output.started)
+                output.later(self._write_patched, output, painter, frame, pixels, planes, time, way == "patched")
             output.started = True
 
-    def _write(
-        self, output: "_Output", painter: Painter, frame: av.VideoFrame, pixels: np.ndarray, time: float, first: bool
+    def _way(self, output: "_Output", painter: Painter, frame: av.VideoFrame, time: float) -> str:
+        """How one output gets a frame: "decoded", as it is, when it paints nothing there and the frame needs no
+        turning; "planes", its decoded planes turned upright, when it paints nothing there; "patched", those planes
+        with its painted patches over them (`painted_patches`); "whole", painted whole in BGR and converted whole.
+        The planes serve a yuv420p frame, even-sided, at the clip's size; an output's first frame is painted whole
+        (its poster)."""
+        paints = _paints_at(painter, time)
+        if not output.started:
+            return "whole"
+        if not paints and self._as_it_is(frame):
+            return "decoded"
+        if self._even and frame.format.name == "yuv420p" and (frame.width, frame.height) == self._size:
+            return "patched" if paints else "planes"
+        return "whole"
+
+    def _write_whole(
+        self, output: "_Output", painter: Painter, frame: av.VideoFrame, pixels: np.ndarray, time: float
     ) -> None:
-        """One output's frame painted and encoded, and its poster when it is the output's first frame. A
-        decoded yuv420p frame that needs no turning or scaling is painted in patches (`painted_patches`); any
-        other, and the poster's, is painted whole in BGR and converted whole."""
-        if not first and self._as_it_is(frame) and frame.format.name == "yuv420p":
-            output.patched(frame, painted_patches(pixels, painter.strokes(time)))
-            return
+        """One output's frame painted whole and encoded, and its poster when it is the output's first frame."""
         painted = pixels.copy()
         painter(time, painted)
         output.video(painted, frame.pts, self._time_base)
-        if first:
+        if output.poster is None:
             output.poster = poster(painted, self.limits)
+
+    def _write_patched(
+        self,
+        output: "_Output",
+        painter: Painter,
+        frame: av.VideoFrame,
+        pixels: np.ndarray | None,
+        planes: list[np.ndarray],
+        time: float,
+        paints: bool,
+    ) -> None:
+        """One output's frame as its upright planes with its painted patches over them (none where it paints
+        nothing)."""
+        patches = painted_patches(pixels, painter.strokes(time)) if paints else []
+        output.patched(planes, patches, frame.pts, self._time_base)
+
+    def _upright_planes(self, frame: av.VideoFrame) -> list[np.ndarray]:
+        """A yuv420p frame's Y, U and V planes turned upright (each sample kept: a 2x2 block stays one)."""
+        planes = _planes(frame)
+        return [cv2.rotate(plane, TURN[self._rotation]) for plane in planes] if self._rotation in TURN else planes
 
     def _open(self):
         try:
@@ -352,15 +384,17 @@ class _Output:
         frame.pts, frame.time_base = pts, time_base
         self.container.mux(self.stream.encode(frame))
 
-    def patched(self, frame: av.VideoFrame, patches: list[tuple[int, int, np.ndarray]]) -> None:
-        """A decoded yuv420p frame, its timestamp already the output's, with the painted patches written over a copy
-        of it."""
-        out = av.VideoFrame(frame.width, frame.height, "yuv420p")
-        planes = _planes(out)
-        for source, target in zip(_planes(frame), planes, strict=True):
+    def patched(
+        self, planes: list[np.ndarray], patches: list[tuple[int, int, np.ndarray]], pts: int, time_base: Fraction
+    ) -> None:
+        """A frame from its yuv420p planes (upright, the output's size), the painted patches written over a copy."""
+        height, width = planes[0].shape
+        out = av.VideoFrame(width, height, "yuv420p")
+        copies = _planes(out)
+        for source, target in zip(planes, copies, strict=True):
             np.copyto(target, source)
-        put_patches(planes, patches)
-        out.pts, out.time_base = frame.pts, frame.time_base
+        put_patches(copies, patches)
+        out.pts, out.time_base = pts, time_base
         self.container.mux(self.stream.encode(out))
 
     def decoded(self, frame: av.VideoFrame) -> None:
