@@ -125,33 +125,40 @@ def test_a_frame_painted_in_patches_is_the_frame_painted_whole():
     assert not np.array_equal(pixels, whole)
 
 
-def _noise_mp4(width: int, height: int, frames: int, *, turned_90: bool = False) -> bytes:
-    """An H.264 MP4 of noise frames shown width x height (a sheared or shifted picture cannot pass for them): with
-    `turned_90`, stored on their side with a display matrix that turns them back (a phone held upright)."""
-    shown = np.random.default_rng(0).integers(0, 256, (frames, height, width, 3), np.uint8)
-    stored = [cv2.rotate(frame, cv2.ROTATE_90_CLOCKWISE) if turned_90 else frame for frame in shown]
+# A display turn counter-clockwise -> the track header's matrix FFmpeg reads it from, and the turn that shows a
+# stored frame as displayed.
+DISPLAY_TURNS = {
+    90: ((0, -0x10000, 0, 0x10000, 0, 0, 0, 0, 0x40000000), cv2.ROTATE_90_COUNTERCLOCKWISE),
+    180: ((-0x10000, 0, 0, 0, -0x10000, 0, 0, 0, 0x40000000), cv2.ROTATE_180),
+    270: ((0, 0x10000, 0, -0x10000, 0, 0, 0, 0, 0x40000000), cv2.ROTATE_90_CLOCKWISE),
+}
+
+
+def _noise_mp4(width: int, height: int, frames: int, *, turn: int = 0) -> bytes:
+    """An H.264 MP4 of width x height noise frames (a sheared or shifted picture cannot pass for them), with a
+    display matrix that turns them `turn` degrees counter-clockwise (a phone held otherwise than its sensor)."""
+    stored = np.random.default_rng(0).integers(0, 256, (frames, height, width, 3), np.uint8)
     out = io.BytesIO()
     with av.open(out, "w", format="mp4") as container:
         stream = container.add_stream("libx264", rate=30)
-        stream.height, stream.width = stored[0].shape[:2]
-        stream.pix_fmt = "yuv420p"
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
         for index, pixels in enumerate(stored):
             frame = av.VideoFrame.from_ndarray(pixels, format="bgr24")
             frame.pts = index
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
     data = out.getvalue()
-    if turned_90:  # the track header's matrix, which FFmpeg reads as a 90 degree counter-clockwise display turn
+    if turn:
         at = data.index(b"tkhd") + 44
-        data = data[:at] + struct.pack(">9i", 0, -0x10000, 0, 0x10000, 0, 0, 0, 0, 0x40000000) + data[at + 36 :]
+        data = data[:at] + struct.pack(">9i", *DISPLAY_TURNS[turn][0]) + data[at + 36 :]
     return data
 
 
-def _painted_in_place(data: bytes, turned_90: bool = False) -> None:
+def _painted_in_place(data: bytes, turn: int = 0) -> None:
     """The clip rendered with a face blurred and with nothing blurred: each output is the upload's picture as shown,
     upright, the face's ellipse blurred in the first and nothing in the second."""
     shown = media_clips.read_video(data).frames[2]
-    shown = cv2.rotate(shown, cv2.ROTATE_90_COUNTERCLOCKWISE) if turned_90 else shown
+    shown = cv2.rotate(shown, DISPLAY_TURNS[turn][1]) if turn else shown
     height, width = shown.shape[:2]
     video = Video(data)
     assert (video.width, video.height) == (width, height)
@@ -172,7 +179,8 @@ def test_a_frame_whose_rows_are_padded_in_memory_is_painted_in_place():
     _painted_in_place(_noise_mp4(1000, 562, 5))
 
 
-def test_a_phone_clip_stored_on_its_side_is_painted_upright():
-    """A portrait clip stored landscape with a display matrix: its planes are turned upright for every output, the
-    face's patch painted where the upright picture has it."""
-    _painted_in_place(_noise_mp4(360, 640, 5, turned_90=True), turned_90=True)
+@pytest.mark.parametrize("turn", sorted(DISPLAY_TURNS))
+def test_a_phone_clip_stored_turned_is_painted_upright(turn):
+    """A clip stored as the phone's sensor saw it, with a display matrix: its planes are turned upright for every
+    output, the face's patch painted where the upright picture has it."""
+    _painted_in_place(_noise_mp4(640, 360, 5, turn=turn), turn)
