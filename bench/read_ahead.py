@@ -23,13 +23,17 @@ sys.path.insert(0, str(ROOT))
 from bench import media  # noqa: E402
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenes", nargs="+", choices=media.SCENES, default=["walking", "group"])
     parser.add_argument("--seconds", type=float, default=6.0, help="each clip's length")
     parser.add_argument("--rounds", type=int, default=5, help="timings of each way, taken in turn")
     parser.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
-    args = parser.parse_args()
+    return parser.parse_args()
+
+
+def main() -> None:
+    args = arguments()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     import django
 

@@ -11,15 +11,16 @@ def _threads() -> list[str]:
     return [thread.name for thread in threading.enumerate() if thread.name == "read-ahead"]
 
 
+def _numbers(count: int, makers: list[str]):
+    """0 to count - 1, each noting in `makers` the thread that made it."""
+    for number in range(count):
+        makers.append(threading.current_thread().name)
+        yield number
+
+
 def test_items_come_in_order_and_are_made_off_the_takers_thread():
     makers = []
-
-    def items():
-        for number in range(50):
-            makers.append(threading.current_thread().name)
-            yield number
-
-    assert list(read_ahead(items(), 3)) == list(range(50))
+    assert list(read_ahead(_numbers(50, makers), 3)) == list(range(50))
     assert set(makers) == {"read-ahead"}
     assert not _threads()
 
@@ -72,11 +73,5 @@ def test_the_takers_own_error_stops_the_thread():
 
 def test_no_depth_reads_on_the_takers_thread():
     makers = []
-
-    def items():
-        for number in range(5):
-            makers.append(threading.current_thread().name)
-            yield number
-
-    assert list(read_ahead(items(), 0)) == list(range(5))
+    assert list(read_ahead(_numbers(5, makers), 0)) == list(range(5))
     assert set(makers) == {threading.current_thread().name}
