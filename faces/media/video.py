@@ -256,7 +256,7 @@ def painted_patches(pixels: np.ndarray, strokes: list[Stroke]) -> list[tuple[int
     together, in their order, on a copy of the pixels they reach, each patch widened to even pixels (yuv420p keeps
     one colour sample per 2x2) and converted alone. The rest of the frame is left as decoded: a patch's pixels are
     those the whole frame painted and converted gives there, and the copy and conversion of the whole frame for
-    every output (a 1080p clip's three MP4s: a quarter of the render pass's CPU) are not made."""
+    every output are not made (docs/MEASUREMENTS.md, "Clips: the render in patches and frames read ahead")."""
     height, width = pixels.shape[:2]
     patches = []
     for (x1, y1, x2, y2), group in _overlapping(strokes, width, height):
