@@ -92,6 +92,11 @@ def _push_past_edges(low: float, high: float, size: int, missing: float, touchin
     return low, high
 
 
+def bounds(a, b) -> tuple:
+    """The smallest box (x1, y1, x2, y2) holding both boxes."""
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+
+
 def iou(a, b):
     """Intersection over union of (x1, y1, x2, y2) boxes: of two boxes, a float; of (n, 4) and (m, 4)
     boxes, the (n, m) array of every pair. Boxes that do not overlap, or have no area, give 0."""

@@ -36,7 +36,7 @@ from faces.engines.graph import with_prelu_as_max
 from faces.engines.lanes import Lanes
 from faces.engines.packs import ModelFileRejected, ModelPack
 from faces.engines.pyramid import Passes, PyramidDetector, Shape
-from faces.geometry import near_edge
+from faces.geometry import bounds, near_edge
 
 # ArcFace's aligned input.
 ALIGNED_SIZE = 112
@@ -210,7 +210,10 @@ class InsightFaceEngine(FaceEngine):
         # the picture, as every face's box.
         inside = np.array([width, height, width, height], np.float32)
         other_way = [
-            (index, Detection(np.clip(_union(view[0], kept[index].detection.box), 0, inside), view[1], view[2]))
+            (
+                index,
+                Detection(np.clip(bounds(view[0], kept[index].detection.box), 0, inside), view[1], view[2]),
+            )
             for index, view in zip(poor, found, strict=True)
             if view is not None and placed_otherwise(kept[index].detection.landmarks, view[1], _width(view[0]))
         ]
@@ -327,10 +330,6 @@ def to_unit_512(vector: np.ndarray) -> np.ndarray:
 def _detection(found, turned: Detection | None = None) -> Detection:
     box, points, score = found
     return Detection(box.astype(np.float32), points.astype(np.float32), score, turned)
-
-
-def _union(box: np.ndarray, other: np.ndarray) -> np.ndarray:
-    return np.concatenate([np.minimum(box[:2], other[:2]), np.maximum(box[2:], other[2:])])
 
 
 def _width(box: np.ndarray) -> float:

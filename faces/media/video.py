@@ -27,6 +27,7 @@ import cv2
 import numpy as np
 
 from faces.checkpoint import Checkpoint, never_stop
+from faces.geometry import bounds
 from faces.media.clip import Clip
 from faces.media.upload import MediaKind, MediaLimits, Painter, RenderedFile, Stroke, UndecodableMedia, poster
 
@@ -111,7 +112,7 @@ class Video(Clip):
 
     def _as_it_is(self, frame: av.VideoFrame) -> bool:
         """Whether a frame no output blurs can go to the encoders as decoded: upright, even-sided, full size."""
-        return self._as_decoded and (frame.width, frame.height) == self._size
+        return self._as_decoded and self._full_size(frame)
 
     def render(self, painters: list[Painter], checkpoint: Checkpoint = never_stop) -> list[RenderedFile]:
         at_once = max(1, self.limits.encoded_pixels_at_once // (self.width * self.height))
@@ -179,9 +180,12 @@ class Video(Clip):
             return "whole"
         if not paints and self._as_it_is(frame):
             return "decoded"
-        if self._even and frame.format.name == "yuv420p" and (frame.width, frame.height) == self._size:
+        if self._even and frame.format.name == "yuv420p" and self._full_size(frame):
             return "patched" if paints else "planes"
         return "whole"
+
+    def _full_size(self, frame: av.VideoFrame) -> bool:
+        return (frame.width, frame.height) == self._size
 
     def _write_whole(
         self, output: "_Output", painter: Painter, frame: av.VideoFrame, pixels: np.ndarray, time: float
@@ -279,17 +283,13 @@ def _overlapping(strokes: list[Stroke], width: int, height: int) -> list[tuple[t
         while touching := [group for group in groups if _overlap(group[0], box)]:
             for group in touching:
                 groups.remove(group)
-                box, members = _bounds(box, group[0]), members + group[1]
+                box, members = bounds(box, group[0]), members + group[1]
         groups.append((box, members))
     return [(box, [strokes[index] for index in sorted(members)]) for box, members in groups]
 
 
 def _overlap(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
-
-
-def _bounds(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
-    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
 
 
 def put_patches(planes: list[np.ndarray], patches: list[tuple[int, int, np.ndarray]]) -> None:
