@@ -185,6 +185,23 @@ def test_sigterm_exits_zero_and_releases_the_lock(env, tmp_path):
     assert not reader_lock_held()
 
 
+def test_sigusr1_dumps_every_thread_where_it_waits_and_the_job_goes_on(env, tmp_path):
+    """An operator's look inside a worker that seems stuck: SIGUSR1 writes each thread's stack to stderr (the
+    journal), the job in flight among them, and changes nothing: the job ends and the worker stops as ever."""
+    log = tmp_path / "worker.log"
+    worker = spawn_worker(env, log_path=log)
+    msg_id = send(job("test_long", seconds=3.0))
+    wait_for(lambda: queue_rows() == [(msg_id, 1)])  # read: the job is in flight
+    worker.send_signal(signal.SIGUSR1)
+    wait_for(lambda: "in long" in log.read_text())
+    dump = log.read_text()
+    assert dump.lower().count("thread 0x") >= 2, "every thread, not only the one the signal landed on"
+    assert 'job_handlers.py", line' in dump
+    wait_for(lambda: Event.objects.filter(name__startswith="long done").exists(), 30)
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(30) == 0
+
+
 def catches(pid: int, sig: signal.Signals) -> bool:
     """Whether process `pid` has a handler for `sig` now (/proc's SigCgt mask)."""
     with open(f"/proc/{pid}/status") as status:

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -87,23 +88,39 @@ def worker_env(embedded_pg, tmp_path, **overrides) -> dict:
 
 
 def spawn_worker(env: dict, *args: str, log_path: Path) -> subprocess.Popen:
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [sys.executable, str(ROOT / "tests" / "support" / "worker_process.py"), *args],
         cwd=ROOT,
         env=env,
         stdout=open(log_path, "ab"),
         stderr=subprocess.STDOUT,
     )
+    process.log_path = log_path
+    return process
 
 
 def stop_workers(*processes: subprocess.Popen, timeout: float = 60) -> list[int]:
     """SIGTERM to each worker still running, then each one's exit code once it exited. A worker stops after the
     try in flight ends (committed or rolled back): once this returns, every run any of them had begun is over and
-    its log says all it did."""
+    its log says all it did. One that has not stopped by `timeout` fails the test with its log's end, which holds
+    where each of its threads waits (run_worker dumps them on SIGUSR1)."""
     for process in processes:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-    return [process.wait(timeout) for process in processes]
+    return [exit_code(process, timeout) for process in processes]
+
+
+def exit_code(process: subprocess.Popen, timeout: float) -> int:
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGUSR1)
+        time.sleep(2)  # the dump is written by the worker's own signal handler, at once
+        process.kill()
+        process.wait()
+        tail = "".join(process.log_path.read_text(errors="replace").splitlines(keepends=True)[-120:])
+        stuck = f"worker {process.pid} did not stop within {timeout} s of SIGTERM"
+        raise AssertionError(f"{stuck}; its log ends:\n{tail}") from None
 
 
 def waiting_for_lock(namespace: int) -> bool:
