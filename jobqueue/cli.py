@@ -5,6 +5,7 @@ one log line naming the problem (`event=worker_died` for run_worker, systemd's j
 `event=command_failed` for the others) and a non-zero exit, never a traceback from a library.
 """
 
+import faulthandler
 import logging
 import os
 import signal
@@ -25,6 +26,10 @@ def main(argv: list[str], run: Callable[[list[str]], None] | None = None) -> Non
     if argv[1:2] == ["run_worker"]:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: EARLY_STOP.set())
+        # `kill -USR1 <pid>`: every thread's stack to stderr (the journal), the worker going on: where one that will
+        # not stop, or no longer moves on, waits (docs/OPERATIONS.md, "A worker that does not stop"). Set first, so
+        # that a worker stuck in its start-up says so too, where Python's default would end it.
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "momentlens.settings")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line

@@ -186,11 +186,13 @@ def test_sigterm_exits_zero_and_releases_the_lock(env, tmp_path):
     assert not reader_lock_held()
 
 
-def test_sigusr1_dumps_every_thread_where_it_waits_and_the_job_goes_on(env, tmp_path):
+def test_sigusr1_dumps_every_thread_where_it_waits_and_the_job_goes_on(spawn_workers):
     """An operator's look inside a worker that seems stuck: SIGUSR1 writes each thread's stack to stderr (the
-    journal), the job in flight among them, and changes nothing: the job ends and the worker stops as ever."""
-    log = tmp_path / "worker.log"
-    worker = spawn_worker(env, log_path=log)
+    journal), the job in flight among them, and changes nothing: the job ends and the worker stops as ever. From
+    its first moment: one still starting (Django and the engine loading) dumps too, where Python would end it."""
+    worker, log = spawn_workers("worker")
+    wait_for(lambda: catches(worker.pid, signal.SIGUSR1), interval=0.005)
+    worker.send_signal(signal.SIGUSR1)
     msg_id = send(job("test_long", seconds=3.0))
     wait_for(lambda: queue_rows() == [(msg_id, 1)])  # read: the job is in flight
     worker.send_signal(signal.SIGUSR1)
@@ -198,6 +200,7 @@ def test_sigusr1_dumps_every_thread_where_it_waits_and_the_job_goes_on(env, tmp_
     dump = log.read_text()
     assert dump.lower().count("thread 0x") >= 2, "every thread, not only the one the signal landed on"
     assert 'job_handlers.py", line' in dump
+    assert dump.count("Current thread 0x") == 2, "the dump during start-up, and the one during the job"
     wait_for(lambda: Event.objects.filter(name__startswith="long done").exists(), 30)
     worker.send_signal(signal.SIGTERM)
     assert worker.wait(30) == 0

@@ -1,6 +1,5 @@
 """`python manage.py run_worker`: the pgmq consumer, run by systemd (docs/ARCHITECTURE.md §4)."""
 
-import faulthandler
 import logging
 import os
 import signal
@@ -30,9 +29,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, drain=False, once=False, health_port=None, **options):
         reporting.init_sentry(settings.SENTRY_DSN)
-        # `kill -USR1 <pid>`: every thread's stack to stderr (the journal), to see where a worker that will not stop
-        # or moves on no more is waiting, without stopping it (docs/OPERATIONS.md, "A worker that does not stop").
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
         log.info("worker_start", extra={"pid": os.getpid(), "drain": drain, "once": once})
         state = WorkerState()
         port = settings.WORKER_HEALTH_PORT if health_port is None else health_port
