@@ -241,16 +241,16 @@ def test_a_database_that_never_comes_back_ends_the_process_non_zero(embedded_pg,
     assert "pw-must-not-leak-77" not in text
 
 
-def test_a_database_that_accepts_and_never_answers_ends_the_process_non_zero(embedded_pg, tmp_path):
+def test_a_database_that_accepts_and_never_answers_ends_the_process_non_zero(spawn_workers):
     """A host (or pooler) that takes the connection and says nothing, as a hung one does: each try to connect ends
     at the URL's bound connect_timeout (momentlens.database_url.CONNECTION_DEFAULTS), and the worker exits past
     WORKER_DB_RECOVERY_S as for a refused one, where libpq's own default would wait for ever."""
     silent = socket.create_server(("127.0.0.1", 0), backlog=16)  # the kernel accepts; nothing reads or answers
     with silent:
         url = f"postgresql://postgres:pw@127.0.0.1:{silent.getsockname()[1]}/postgres"
-        env = worker_env(embedded_pg, tmp_path, DATABASE_URL=url, WORKER_DB_RECOVERY_S="1")
-        log = tmp_path / "worker.log"
-        assert spawn_worker(env, "--drain", log_path=log).wait(90) == 1
+        # Through the fixture that stops its worker: one left hanging by a failure here must not outlive the test.
+        worker, log = spawn_workers("worker", "--drain", DATABASE_URL=url, WORKER_DB_RECOVERY_S="1")
+        assert worker.wait(90) == 1
     text = log.read_text()
     assert "event=worker_died" in text
     assert "timeout expired" in text
