@@ -103,14 +103,19 @@ def test_a_change_during_a_clips_detection_is_applied_within_seconds(events, env
     log, looked = tmp_path / "worker.log", tmp_path / "first-look"
     # tests/support/worker_process.py touches the FIRST_LOOK_MARK file after each look at one of the clip's frames.
     worker = spawn_worker({**env, "FIRST_LOOK_MARK": str(looked)}, "--drain", log_path=log)
+    second_log = tmp_path / "second.log"
     second = None
     try:
+        wait_for(lambda: "outcome=taken " in log.read_text(), timeout=LONG_S)
+        # Started while the first holds the lock, and found waiting before the first's drain ends: a second worker
+        # whose start-up outlasted the clip would take the freed lock, and show nothing.
+        second = spawn_worker(env, log_path=second_log)
         # The detector has looked at a frame of the clip: inside its detection (about 10 s on one core).
         wait_for(looked.exists, timeout=LONG_S)
-        second = spawn_worker(env, log_path=tmp_path / "second.log")
         sent = turn_on_dnp(photo_a, guest)
         wait_for(hidden(photo_a), timeout=30)
         assert time.monotonic() - sent <= WINDOW_S
+        wait_for(lambda: "outcome=taken_by_other" in second_log.read_text(), timeout=LONG_S)
         assert worker.wait(300) == 0
     finally:
         worker.kill()
@@ -124,9 +129,7 @@ def test_a_change_during_a_clips_detection_is_applied_within_seconds(events, env
     assert_g_blurred_and_clip_published(photo_a, photo_b, clip, group)
     second.send_signal(signal.SIGTERM)
     assert second.wait(60) == 0
-    second_log = (tmp_path / "second.log").read_text()
-    assert "outcome=taken_by_other" in second_log
-    assert "event=job_done" not in second_log, "the second worker waited"
+    assert "event=job_done" not in second_log.read_text(), "the second worker waited"
 
 
 def test_a_change_during_a_clips_render_is_applied_within_seconds(events, env, tmp_path, group):
