@@ -15,7 +15,18 @@ from faces.models import Event, Photo
 from tests.support import factories
 from tests.support.pgbouncer import PgBouncer
 from tests.support.ports import free_port
-from tests.support.queue_helpers import ROOT, job, queue_rows, send, sessions, stop_workers, worker_env
+from tests.support.queue_helpers import (
+    ROOT,
+    STARTUP_S,
+    job,
+    lock_taken,
+    lock_waited,
+    queue_rows,
+    send,
+    sessions,
+    stop_workers,
+    worker_env,
+)
 from tests.support.waiting import wait_for
 from tests.support.worker_health import health
 
@@ -90,7 +101,7 @@ def test_a_whole_event_through_a_session_pooler_while_a_second_worker_waits(pool
     wait_for(lambda: not queue_rows() and all(p.processed_at for p in Photo.objects.filter(event=event)), 180)
     # The lock holder never lets go, so the other says it waits once its own start-up is done, which can be after
     # the three jobs on a loaded machine.
-    wait_for(lambda: any("outcome=taken_by_other" in log.read_text() for log in (first_log, second_log)))
+    wait_for(lambda: lock_waited(first_log) or lock_waited(second_log), timeout=STARTUP_S)
 
     logs = {name: log.read_text() for name, log in (("first", first_log), ("second", second_log))}
     took = [name for name, text in logs.items() if "event=queue_lock outcome=taken " in text]
@@ -110,10 +121,11 @@ def test_a_pooler_restart_mid_job_hands_the_lock_on_and_loses_nothing(embedded_p
     bouncer = pooler("session")
     ports = {"first": free_port(), "second": free_port()}
     first, first_log = spawn("first", bouncer.url, WORKER_HEALTH_PORT=ports["first"])
-    wait_for(lambda: "outcome=taken " in first_log.read_text())
+    wait_for(lambda: lock_taken(first_log), timeout=STARTUP_S)
     second, second_log = spawn("second", bouncer.url, WORKER_HEALTH_PORT=ports["second"])
-    wait_for(lambda: "outcome=taken_by_other" in second_log.read_text())
-    msg_id = send(job("test_long", seconds=4.0))
+    wait_for(lambda: lock_waited(second_log), timeout=STARTUP_S)
+    # Long enough that the restart lands inside it.
+    msg_id = send(job("test_long", seconds=8.0))
     wait_for(lambda: health(ports["first"])[1].get("working_on"))
 
     bouncer.restart()
@@ -152,7 +164,7 @@ def test_two_readers_keep_a_running_message_hidden_across_a_pooler_restart(embed
         spawn("first", bouncer.url, **settings),
         spawn("second", bouncer.url, **settings),
     )
-    wait_for(lambda: all("outcome=taken " in log.read_text() for log in (first_log, second_log)))
+    wait_for(lambda: lock_taken(first_log) and lock_taken(second_log), timeout=STARTUP_S)
     msg_id = send(job("test_long", seconds=6.0))
     # In flight: its heartbeat names it (half a second in). No log line says so before the job ends.
     wait_for(lambda: any("heartbeat reader=" in name and f" msg={msg_id} " in name for _, name in sessions()))

@@ -22,7 +22,16 @@ from momentlens.devservices.pixels import difference, face_core
 from tests.support import factories
 from tests.support.face_readings import unblurred_frames
 from tests.support.publishing_helpers import read_image, run_worker_drain
-from tests.support.queue_helpers import archived, queue_rows, send, spawn_worker, worker_env
+from tests.support.queue_helpers import (
+    STARTUP_S,
+    archived,
+    lock_taken,
+    lock_waited,
+    queue_rows,
+    send,
+    spawn_worker,
+    worker_env,
+)
 from tests.support.video_samples import scene
 from tests.support.waiting import wait_for
 
@@ -106,7 +115,7 @@ def test_a_change_during_a_clips_detection_is_applied_within_seconds(events, env
     second_log = tmp_path / "second.log"
     second = None
     try:
-        wait_for(lambda: "outcome=taken " in log.read_text(), timeout=LONG_S)
+        wait_for(lambda: lock_taken(log), timeout=STARTUP_S)
         # Started while the first holds the lock, and found waiting before the first's drain ends: a second worker
         # whose start-up outlasted the clip would take the freed lock, and show nothing.
         second = spawn_worker(env, log_path=second_log)
@@ -115,7 +124,7 @@ def test_a_change_during_a_clips_detection_is_applied_within_seconds(events, env
         sent = turn_on_dnp(photo_a, guest)
         wait_for(hidden(photo_a), timeout=30)
         assert time.monotonic() - sent <= WINDOW_S
-        wait_for(lambda: "outcome=taken_by_other" in second_log.read_text(), timeout=LONG_S)
+        wait_for(lambda: lock_waited(second_log), timeout=LONG_S)
         assert worker.wait(300) == 0
     finally:
         worker.kill()

@@ -20,8 +20,11 @@ from jobqueue.privacy_lane import PRIVACY_LANE
 from tests.support import factories
 from tests.support.log_helpers import parse
 from tests.support.queue_helpers import (
+    STARTUP_S,
     done_by,
     job,
+    lock_taken,
+    lock_waited,
     queue_rows,
     send,
     sessions,
@@ -39,18 +42,16 @@ def spawn(spawn_workers):
     return lambda name, *args, **overrides: spawn_workers(name, *args, **{"WORKER_READER_SLOTS": 2, **overrides})
 
 
-def taken(log) -> bool:
-    return "event=queue_lock outcome=taken" in log.read_text()
-
-
 def test_two_slots_two_readers_share_the_queue_and_a_third_waits(spawn, settings):
     settings.WORKER_READER_SLOTS = 2
+    (first, first_log), (second, second_log) = spawn("first"), spawn("second")
+    # Both read before the jobs come: one started seconds before the other would run them all.
+    wait_for(lambda: lock_taken(first_log) and lock_taken(second_log), timeout=STARTUP_S)
     for _ in range(30):
         send(job("test_record", seconds=0.2))
-    (first, first_log), (second, second_log) = spawn("first"), spawn("second")
     wait_for(lambda: done_by(first.pid) > 0 and done_by(second.pid) > 0)
     third, third_log = spawn("third")
-    wait_for(lambda: "outcome=taken_by_other" in third_log.read_text())
+    wait_for(lambda: lock_waited(third_log), timeout=STARTUP_S)
     out = StringIO()
     call_command("queue_status", stdout=out)
     slots = [line for line in out.getvalue().splitlines() if line.startswith("slot=")]
@@ -67,8 +68,9 @@ def test_two_slots_two_readers_share_the_queue_and_a_third_waits(spawn, settings
 
 def test_queue_status_shows_what_each_reader_works_on(spawn, settings):
     settings.WORKER_READER_SLOTS = 2
+    _, log = spawn("first")
+    wait_for(lambda: lock_taken(log), timeout=STARTUP_S)
     msg_id = send(job("test_record", seconds=3))
-    spawn("first")
     out = StringIO()
 
     def working() -> bool:
@@ -83,8 +85,9 @@ def test_queue_status_shows_what_each_reader_works_on(spawn, settings):
 def test_a_heartbeat_that_lost_its_connection_names_the_job_again(spawn, settings):
     """The heartbeat reconnects at its next beat; the new connection says what the reader works on too."""
     settings.WORKER_READER_SLOTS = 2
+    _, log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=1)
+    wait_for(lambda: lock_taken(log), timeout=STARTUP_S)
     msg_id = send(job("test_record", seconds=6))
-    spawn("first", WORKER_VISIBILITY_TIMEOUT_S=1)
     naming = f"msg={msg_id} job=test_record"
 
     def beats() -> list[int]:
@@ -101,9 +104,9 @@ def test_a_worker_set_to_another_count_of_slots_waits_while_the_readers_there_re
     run that reader's message again. A worker whose WORKER_READER_SLOTS differs from the readers' waits, saying so,
     and reads once they are gone."""
     first, first_log = spawn("two_slots")
-    wait_for(lambda: taken(first_log))
+    wait_for(lambda: lock_taken(first_log), timeout=STARTUP_S)
     second, second_log = spawn("one_slot", WORKER_READER_SLOTS=1)
-    wait_for(lambda: "outcome=slots_differ" in second_log.read_text())
+    wait_for(lambda: "outcome=slots_differ" in second_log.read_text(), timeout=STARTUP_S)
     line = next(line for line in second_log.read_text().splitlines() if "outcome=slots_differ" in line)
     assert "level=ERROR" in line
     assert "slots=1 readers_slots=2" in line
@@ -111,11 +114,11 @@ def test_a_worker_set_to_another_count_of_slots_waits_while_the_readers_there_re
     wait_for(lambda: not queue_rows())
     # Its row commits with the message's delete; the job_done line comes only after that commit.
     assert done_by(first.pid) == 1, "the reader there ran it"
-    assert not taken(second_log), "the reader there reads alone"
+    assert not lock_taken(second_log), "the reader there reads alone"
     assert stop_workers(first) == [0]
-    wait_for(lambda: taken(second_log), timeout=30)
+    wait_for(lambda: lock_taken(second_log), timeout=30)
     third, third_log = spawn("two_slots_again")
-    wait_for(lambda: "outcome=slots_differ" in third_log.read_text())
+    wait_for(lambda: "outcome=slots_differ" in third_log.read_text(), timeout=STARTUP_S)
     assert "slots=2 readers_slots=1" in third_log.read_text()
     assert stop_workers(second, third) == [0, 0]
 
@@ -128,9 +131,11 @@ def test_a_worker_set_to_another_count_of_slots_waits_while_the_readers_there_re
 def test_a_job_three_times_longer_than_its_visibility_timeout_is_never_read_twice(spawn, name, seconds, vt, done):
     """The heartbeat keeps it hidden: an ordinary job WORKER_VISIBILITY_TIMEOUT_S at a time, a privacy job
     PRIVACY_LANE.vt_s (3 s) at a time, whatever the setting."""
-    msg_id = send(job(name, seconds=seconds))
     first, first_log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=vt)
     second, second_log = spawn("second", WORKER_VISIBILITY_TIMEOUT_S=vt)
+    # Both read while it runs: sent before, it could end before the second reader had started.
+    wait_for(lambda: lock_taken(first_log) and lock_taken(second_log), timeout=STARTUP_S)
+    msg_id = send(job(name, seconds=seconds))
     reads = set()
 
     def finished() -> bool:
@@ -160,7 +165,7 @@ def test_a_reader_killed_mid_job_leaves_its_message_to_another_within_the_timeou
         spawn("first", WORKER_VISIBILITY_TIMEOUT_S=vt),
         spawn("second", WORKER_VISIBILITY_TIMEOUT_S=vt),
     )
-    wait_for(lambda: taken(first_log) and taken(second_log))
+    wait_for(lambda: lock_taken(first_log) and lock_taken(second_log), timeout=STARTUP_S)
     send(job(name, once_marker=str(tmp_path / "crashed-once")))
     wait_for(lambda: first.poll() is not None or second.poll() is not None)
     died_at = time.monotonic()
@@ -189,14 +194,17 @@ def test_a_try_cut_short_by_its_lost_session_is_read_again_at_once(spawn):
     """A terminated backend rolls the try back; its message is visible again as soon as the reader has a session
     again, not after the visibility timeout (600 s here): a privacy job whose try met a database restart waited
     for it (a minute with the default settings, and 6.5 s in a chaos run)."""
-    msg_id = send(job("test_record", seconds=2))
     _, log = spawn("first", WORKER_VISIBILITY_TIMEOUT_S=600)
+    wait_for(lambda: lock_taken(log), timeout=STARTUP_S)
+    # Long enough that the cut lands inside it (the heartbeat names it half a second in).
+    msg_id = send(job("test_record", seconds=6))
     wait_for(lambda: any(name.endswith(f"msg={msg_id} job=test_record") for _, name in sessions()), timeout=30)
     assert terminate_reader_sessions() == [(True,)]
     cut_at = time.monotonic()
+    wait_for(lambda: any(line.get("event") == "cut_short_visible" for line in log_lines(log, msg_id)), timeout=30)
+    assert time.monotonic() - cut_at < 10, "visible again at once, not after the visibility timeout"
     # The job_done line comes just after the commit: wait for the line, not the row.
     wait_for(lambda: any(line.get("event") == "job_done" for line in log_lines(log, msg_id)), timeout=30)
-    assert time.monotonic() - cut_at < 15
     ends = [(line.get("event"), line.get("try"), line.get("outcome")) for line in log_lines(log, msg_id)]
     # The database's outage is no failed try: read again as try 1.
     assert ends == [("db_lost", "1", None), ("cut_short_visible", "1", "visible"), ("job_done", "1", "completed")]
@@ -213,7 +221,7 @@ def test_a_retry_whose_backoff_outlasts_the_timeout_is_not_run_twice_at_once(spa
     message to a third read."""
     settings = {"WORKER_VISIBILITY_TIMEOUT_S": 1, "WORKER_RETRY_BACKOFF_S": 2}
     (first, first_log), (second, second_log) = spawn("first", **settings), spawn("second", **settings)
-    wait_for(lambda: taken(first_log) and taken(second_log))
+    wait_for(lambda: lock_taken(first_log) and lock_taken(second_log), timeout=STARTUP_S)
     send(job("test_fail_then_slow", once_marker=str(tmp_path / "failed-once"), seconds=3))
     wait_for(lambda: Event.objects.filter(name__startswith="done ").exists(), timeout=30)
     wait_for(lambda: not queue_rows(), timeout=30)
@@ -227,12 +235,13 @@ def test_a_retry_whose_backoff_outlasts_the_timeout_is_not_run_twice_at_once(spa
 
 def test_jobs_on_one_photo_never_overlap_across_readers(spawn, group):
     photo = factories.photo(factories.event(), group)
+    (_, first_log), (_, second_log) = spawn("first"), spawn("second")
+    # Both read before the jobs come: one started seconds before the other would run them all.
+    wait_for(lambda: lock_taken(first_log) and lock_taken(second_log), timeout=STARTUP_S)
     for _ in range(6):
         send({"job": "test_photo_span", "photo_id": str(photo.id), "seconds": 0.3})
     for _ in range(6):  # other photos' jobs keep both readers busy meanwhile
         send(job("test_record", seconds=0.1))
-    spawn("first")
-    spawn("second")
     wait_for(lambda: not queue_rows(), timeout=60)
 
     spans = sorted(

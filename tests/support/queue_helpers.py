@@ -99,6 +99,22 @@ def spawn_worker(env: dict, *args: str, log_path: Path) -> subprocess.Popen:
     return process
 
 
+# How long a worker process may take to start (Django, the checks, the face engine): about 5 s on an idle 2-core
+# machine, several times that beside the rest of the suite. A test waits this long for a start-up, and sends the
+# jobs it measures only once its readers read, so what it measures has its own, short limit.
+STARTUP_S = 120.0
+
+
+def lock_taken(log: Path) -> bool:
+    """Whether the worker writing `log` has taken a reader slot (`outcome=taken_by_other` is its wait)."""
+    return "event=queue_lock outcome=taken " in log.read_text()
+
+
+def lock_waited(log: Path) -> bool:
+    """Whether the worker writing `log` has found every reader slot held, and waits."""
+    return "event=queue_lock outcome=taken_by_other" in log.read_text()
+
+
 def stop_workers(*processes: subprocess.Popen, timeout: float = 60) -> list[int]:
     """SIGTERM to each worker still running, then each one's exit code once it exited. A worker stops after the
     try in flight ends (committed or rolled back): once this returns, every run any of them had begun is over and
