@@ -8,6 +8,7 @@ from jobqueue.messages import is_uuid
 from jobqueue.queries import PRIVACY_APPLICATION_NAME
 from jobqueue.session import APPLICATION_NAME
 from tests.chaos.config import FAULT_KINDS
+from tests.chaos.hide_checks import EXPOSURE_WINDOW_S
 from tests.chaos.monitors import monitor_dnp_change
 from tests.chaos.queue import application_names, send
 from tests.chaos.state import Abandoned, Chaos
@@ -22,6 +23,11 @@ LONG_JOBS = ("face_process", "reprocess")
 # The sessions of one name ended: the workers' loops (jobqueue.session.APPLICATION_NAME), or a privacy job's try
 # while it runs (jobqueue.queries.PRIVACY_APPLICATION_NAME).
 TERMINATE_SESSIONS = "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s"
+# Faults after which no reader reads for seconds (a killed reader's replacement starting, the database coming
+# back). The DNP change's window (hide_checks.EXPOSURE_WINDOW_S from its send) is kept clear of them, and the change
+# waits for every reader to read: inside the window they would time a restart, not the privacy lane. The fault the
+# window is for, a cut of the hide's own session, is made there anyway (cut_the_hide).
+STOPPING_FAULTS = ("kill", "pg_restart")
 PUBLISHED_IN_EVENT = (
     "SELECT count(*) FROM photos WHERE event_id = %s AND processed_at IS NOT NULL AND variant_version > 0"
 )
@@ -161,11 +167,24 @@ FAULTS = {
 }
 
 
+def held_by_the_change(chaos: Chaos, kind: str) -> bool:
+    """Whether the fault `kind` waits for the DNP change's window to end (STOPPING_FAULTS)."""
+    change = chaos.seeded.dnp_change
+    return (
+        kind in STOPPING_FAULTS
+        and change is not None
+        and change.sent_at is not None
+        and time.time() < change.sent_at + EXPOSURE_WINDOW_S
+    )
+
+
 def dnp_change_due(chaos: Chaos, halfway: bool) -> bool:
-    """Halfway through the faults (or once they are all injected), once three photos of the event that show
-    the member are published: the change must find published photos to hide."""
+    """Halfway through the faults (or once they are all injected), once every reader reads (STOPPING_FAULTS) and
+    three photos of the event that show the member are published: the change must find published photos to hide."""
     change = chaos.seeded.dnp_change
     if change is None or change.sent_at is not None or not halfway:
+        return False
+    if not all(reader.reading() for reader in chaos.fleet.readers):
         return False
     try:
         with chaos.services.db(attempts=1) as conn:

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.chaos.config import ChaosConfig
-from tests.chaos.faults import change_dnp, dnp_change_due, fault_plan, inject
+from tests.chaos.faults import change_dnp, dnp_change_due, fault_plan, held_by_the_change, inject
 from tests.chaos.invariants import check_invariants
 from tests.chaos.monitors import start_monitors, stop_monitors
 from tests.chaos.queue import archived_count, queue_length, resend_from_archive
@@ -74,7 +74,7 @@ def drain_under_faults(chaos: Chaos) -> None:
 
 def drain_step(chaos: Chaos, drain: Drain) -> None:
     chaos.fleet.restart_if_dead()
-    if drain.plan and time.monotonic() >= drain.next_fault:
+    if drain.plan and time.monotonic() >= drain.next_fault and not held_by_the_change(chaos, drain.plan[0]):
         inject(chaos, drain.plan.pop(0))
         drain.next_fault = time.monotonic() + chaos.rng.uniform(*chaos.config.fault_gap_s)
     if dnp_change_due(chaos, len(drain.plan) <= drain.change_when_left):

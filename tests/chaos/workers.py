@@ -29,6 +29,17 @@ class WorkerProcess:
         """Exited, or running its own code: it logged a line."""
         return not self.alive() or self.log.stat().st_size > 0
 
+    def reading(self) -> bool:
+        """Alive and holding its reader slot: its last `queue_lock outcome=taken` comes after its last `db_lost`."""
+        if not self.alive():
+            return False
+        events = [
+            (fields.get("event"), fields.get("outcome"))
+            for fields in map(parse, self.log.read_text(errors="replace").splitlines())
+            if fields.get("event") in ("queue_lock", "db_lost")
+        ]
+        return bool(events) and events[-1] == ("queue_lock", "taken")
+
     def lock_backend(self) -> int | None:
         """The backend pid of its reader slot (its last `queue_lock outcome=taken`), which its heartbeat names."""
         taken = [
