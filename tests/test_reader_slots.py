@@ -22,6 +22,7 @@ from tests.support.log_helpers import parse
 from tests.support.queue_helpers import (
     STARTUP_S,
     done_by,
+    in_handler,
     job,
     lock_taken,
     lock_waited,
@@ -198,7 +199,7 @@ def test_a_try_cut_short_by_its_lost_session_is_read_again_at_once(spawn):
     wait_for(lambda: lock_taken(log), timeout=STARTUP_S)
     # Long enough that the cut lands inside it (the heartbeat names it half a second in).
     msg_id = send(job("test_record", seconds=6))
-    wait_for(lambda: any(name.endswith(f"msg={msg_id} job=test_record") for _, name in sessions()), timeout=30)
+    wait_for(lambda: in_handler(msg_id), timeout=30)
     assert terminate_reader_sessions() == [(True,)]
     cut_at = time.monotonic()
     wait_for(lambda: any(line.get("event") == "cut_short_visible" for line in log_lines(log, msg_id)), timeout=30)

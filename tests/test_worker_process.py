@@ -16,12 +16,12 @@ from tests.support.queue_helpers import (
     STARTUP_S,
     archived,
     done_by,
+    in_handler,
     job,
     lock_waited,
     queue_rows,
     reader_lock_held,
     send,
-    sessions,
     spawn_worker,
     terminate_reader_sessions,
     worker_env,
@@ -56,6 +56,7 @@ def test_a_crash_counts_as_a_try_and_repeated_crashes_end_archived(env, tmp_path
     assert archived() == {killer: (4, "crashed_worker")}
 
 
+# Long enough that the first worker is still reading when the test kills it.
 JOB_SECONDS = 0.4
 
 
@@ -198,9 +199,7 @@ def test_sigusr1_dumps_every_thread_where_it_waits_and_the_job_goes_on(spawn_wor
     wait_for(lambda: catches(worker.pid, signal.SIGUSR1), interval=0.005)
     worker.send_signal(signal.SIGUSR1)
     msg_id = send(job("test_long", seconds=6.0))
-    # In its handler: the heartbeat names the job (half a second in). The read alone is not enough: between it and
-    # the handler the loop still does its own work, and a dump there holds no job frame.
-    wait_for(lambda: any(name.endswith(f"msg={msg_id} job=test_long") for _, name in sessions()))
+    wait_for(lambda: in_handler(msg_id))  # a dump before the handler would hold no job frame
     worker.send_signal(signal.SIGUSR1)
     wait_for(lambda: "in long" in log.read_text())
     dump = log.read_text()

@@ -58,6 +58,15 @@ def sessions() -> list[tuple[int, str]]:
         return cursor.fetchall()
 
 
+def in_handler(msg_id: int) -> bool:
+    """Whether message `msg_id`'s job is in its handler: a reader's heartbeat names it (jobqueue/heartbeat.py, the
+    name cut at 63 characters), half a second in. No log line says so before the job ends, and the read alone comes
+    before the loop's own work."""
+    from jobqueue.queries import HEARTBEAT_NAME
+
+    return any(name.startswith(HEARTBEAT_NAME) and f" msg={msg_id} " in name for _, name in sessions())
+
+
 def terminate_reader_sessions() -> list[tuple[bool]]:
     """End every worker's loop session (pg_terminate_backend), as a killed connection would; one row per session."""
     from jobqueue.session import APPLICATION_NAME
